@@ -1,0 +1,3 @@
+//! Serves agent-tools over MCP stdio.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
