@@ -192,7 +192,11 @@ impl Workspace {
     fn rel_of_root(&self) -> PathBuf {
         match self.confinement {
             Confinement::Confined => PathBuf::new(),
-            Confinement::Unconfined => self.root.strip_prefix("/").unwrap_or(&self.root).to_path_buf(),
+            Confinement::Unconfined => self
+                .root
+                .strip_prefix("/")
+                .unwrap_or(&self.root)
+                .to_path_buf(),
         }
     }
 
@@ -284,7 +288,8 @@ impl Workspace {
                     format!("{input}: too many levels of symbolic links"),
                 ));
             }
-            let target = std::fs::read_link(&here).map_err(|err| ToolError::from_io(&err, Path::new(input)))?;
+            let target = std::fs::read_link(&here)
+                .map_err(|err| ToolError::from_io(&err, Path::new(input)))?;
             if std::fs::metadata(&here).is_err() {
                 return Err(escape(
                     input,
@@ -294,14 +299,25 @@ impl Workspace {
             resolved.pop();
             let mut replacement: Vec<OsString> = Vec::new();
             if target.is_absolute() {
-                let canonical_target = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
-                let inside = target.strip_prefix(&self.root).ok().map(Path::to_path_buf).or_else(|| {
-                    canonical_target.strip_prefix(&self.root).ok().map(Path::to_path_buf)
-                });
+                let canonical_target =
+                    std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+                let inside = target
+                    .strip_prefix(&self.root)
+                    .ok()
+                    .map(Path::to_path_buf)
+                    .or_else(|| {
+                        canonical_target
+                            .strip_prefix(&self.root)
+                            .ok()
+                            .map(Path::to_path_buf)
+                    });
                 let Some(inside) = inside else {
                     return Err(escape(
                         input,
-                        &format!("goes through a symlink to {}, outside the workspace root", target.display()),
+                        &format!(
+                            "goes through a symlink to {}, outside the workspace root",
+                            target.display()
+                        ),
                     ));
                 };
                 resolved.clear();
@@ -333,7 +349,10 @@ impl Workspace {
                     if depth < 0 {
                         return Err(escape(
                             input,
-                            &format!("goes through a symlink to {}, outside the workspace root", target.display()),
+                            &format!(
+                                "goes through a symlink to {}, outside the workspace root",
+                                target.display()
+                            ),
                         ));
                     }
                 } else {
@@ -412,7 +431,10 @@ impl Workspace {
             if err.code() == ErrorCode::NotFound {
                 ToolError::new(
                     ErrorCode::NotFound,
-                    format!("{}: parent directory {} does not exist", path.display, parent_path.display),
+                    format!(
+                        "{}: parent directory {} does not exist",
+                        path.display, parent_path.display
+                    ),
                 )
             } else {
                 err
@@ -429,7 +451,10 @@ impl Workspace {
         }
         if err.raw_os_error() == Some(40) {
             // ELOOP from a final-component symlink opened without following.
-            return ToolError::new(ErrorCode::IoError, format!("{}: too many levels of symbolic links", path.display));
+            return ToolError::new(
+                ErrorCode::IoError,
+                format!("{}: too many levels of symbolic links", path.display),
+            );
         }
         ToolError::from_io(err, Path::new(&path.display))
     }
@@ -437,7 +462,8 @@ impl Workspace {
 
 /// True for the error the directory handle returns when a path would leave it.
 pub fn is_escape_error(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::PermissionDenied && err.to_string().contains("outside of the filesystem")
+    err.kind() == io::ErrorKind::PermissionDenied
+        && err.to_string().contains("outside of the filesystem")
 }
 
 fn escape(input: &str, why: &str) -> ToolError {

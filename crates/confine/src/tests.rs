@@ -22,13 +22,18 @@ fn code(ws: &Workspace, input: &str) -> ErrorCode {
 fn relative_and_absolute_inside_resolve_the_same() {
     let (_base, ws) = setup();
     let rel = ws.resolve("src/lib.rs").unwrap();
-    let abs = ws.resolve(ws.root().join("src/lib.rs").to_str().unwrap()).unwrap();
+    let abs = ws
+        .resolve(ws.root().join("src/lib.rs").to_str().unwrap())
+        .unwrap();
     assert_eq!(rel, abs);
     assert_eq!(rel.display(), "src/lib.rs");
     assert_eq!(ws.resolve("./src/../src/lib.rs").unwrap(), rel);
     assert!(ws.resolve("").unwrap().is_root());
     assert!(ws.resolve(".").unwrap().is_root());
-    assert_eq!(ws.resolve(ws.root().to_str().unwrap()).unwrap().display(), ".");
+    assert_eq!(
+        ws.resolve(ws.root().to_str().unwrap()).unwrap().display(),
+        "."
+    );
 }
 
 #[test]
@@ -37,9 +42,15 @@ fn dot_dot_leaving_the_root_escapes() {
     assert_eq!(code(&ws, ".."), ErrorCode::PathEscape);
     assert_eq!(code(&ws, "../outside.txt"), ErrorCode::PathEscape);
     assert_eq!(code(&ws, "src/../../outside.txt"), ErrorCode::PathEscape);
-    assert_eq!(code(&ws, "missing/../../outside.txt"), ErrorCode::PathEscape);
+    assert_eq!(
+        code(&ws, "missing/../../outside.txt"),
+        ErrorCode::PathEscape
+    );
     // Climbing and coming back down stays inside.
-    assert_eq!(ws.resolve("src/deep/../../src/lib.rs").unwrap().display(), "src/lib.rs");
+    assert_eq!(
+        ws.resolve("src/deep/../../src/lib.rs").unwrap().display(),
+        "src/lib.rs"
+    );
 }
 
 #[test]
@@ -67,7 +78,10 @@ fn symlink_inside_the_root_is_followed() {
     let (_base, ws) = setup();
     symlink("src/deep", ws.root().join("shortcut")).unwrap();
     symlink(ws.root().join("src/lib.rs"), ws.root().join("abs_link")).unwrap();
-    assert_eq!(ws.resolve("shortcut/x.txt").unwrap().display(), "src/deep/x.txt");
+    assert_eq!(
+        ws.resolve("shortcut/x.txt").unwrap().display(),
+        "src/deep/x.txt"
+    );
     assert_eq!(ws.resolve("abs_link").unwrap().display(), "src/lib.rs");
 }
 
@@ -87,7 +101,10 @@ fn symlink_loop_is_an_io_error_not_a_hang() {
     symlink("loop_a", ws.root().join("loop_b")).unwrap();
     // A loop also dangles as far as metadata() is concerned.
     let err = ws.resolve("loop_a").unwrap_err();
-    assert!(matches!(err.code(), ErrorCode::PathEscape | ErrorCode::IoError));
+    assert!(matches!(
+        err.code(),
+        ErrorCode::PathEscape | ErrorCode::IoError
+    ));
 }
 
 #[test]
@@ -128,8 +145,14 @@ fn open_parent_gives_the_directory_and_name() {
     assert_eq!(name, "new.rs");
     assert!(dir.metadata("lib.rs").unwrap().is_file());
     let orphan = ws.resolve("nope/new.rs").unwrap();
-    assert_eq!(ws.open_parent(&orphan).unwrap_err().code(), ErrorCode::NotFound);
-    assert_eq!(ws.open_parent(&ws.root_path()).unwrap_err().code(), ErrorCode::NotAFile);
+    assert_eq!(
+        ws.open_parent(&orphan).unwrap_err().code(),
+        ErrorCode::NotFound
+    );
+    assert_eq!(
+        ws.open_parent(&ws.root_path()).unwrap_err().code(),
+        ErrorCode::NotAFile
+    );
 }
 
 #[test]
@@ -152,7 +175,10 @@ fn unconfined_allows_outside_paths_explicitly() {
     let ws = Workspace::open(ws.root(), Confinement::Unconfined).unwrap();
     let outside = base.path().join("outside.txt");
     let path = ws.resolve(outside.to_str().unwrap()).unwrap();
-    assert_eq!(std::io::read_to_string(ws.open_file(&path).unwrap()).unwrap(), "outside");
+    assert_eq!(
+        std::io::read_to_string(ws.open_file(&path).unwrap()).unwrap(),
+        "outside"
+    );
     assert_eq!(ws.resolve("src/lib.rs").unwrap().display(), "src/lib.rs");
     assert!(ws.resolve("../outside.txt").is_ok());
 }

@@ -153,9 +153,16 @@ impl ToolError {
     pub fn from_io(err: &io::Error, path: &Path) -> Self {
         let shown = path.display();
         match err.kind() {
-            io::ErrorKind::NotFound => Self::new(ErrorCode::NotFound, format!("{shown}: no such file or directory")),
-            io::ErrorKind::IsADirectory => Self::new(ErrorCode::NotAFile, format!("{shown}: is a directory")),
-            io::ErrorKind::NotADirectory => Self::new(ErrorCode::NotAFile, format!("{shown}: not a directory")),
+            io::ErrorKind::NotFound => Self::new(
+                ErrorCode::NotFound,
+                format!("{shown}: no such file or directory"),
+            ),
+            io::ErrorKind::IsADirectory => {
+                Self::new(ErrorCode::NotAFile, format!("{shown}: is a directory"))
+            }
+            io::ErrorKind::NotADirectory => {
+                Self::new(ErrorCode::NotAFile, format!("{shown}: not a directory"))
+            }
             _ => Self::new(ErrorCode::IoError, format!("{shown}: {err}")),
         }
     }

@@ -1,3 +1,92 @@
-//! The file tools of agent-tools.
+//! The file tools of agent-tools: `read_file`, `list_dir`, `glob`, `grep`,
+//! `write_file`, `edit_file` and `multi_edit`.
+//!
+//! Each tool is a method of [`FileTools`] taking its typed arguments (which
+//! also describe themselves as JSON Schema through `schemars`) and returning
+//! the text an agent sees, or a [`ToolError`](agent_tools_error::ToolError).
+//! Every path goes through the [`Workspace`]'s confinement.
+//!
+//! ```
+//! use agent_tools_confine::{Confinement, Workspace};
+//! use agent_tools_fs::{FileTools, Limits, ReadFileArgs};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+//! let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+//! let tools = FileTools::new(ws, Limits::default());
+//!
+//! let text = tools.read_file(&ReadFileArgs::new("hello.txt")).unwrap();
+//! assert_eq!(text, "     1\thello\n     2\tworld\n");
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+
+use agent_tools_confine::Workspace;
+
+mod args;
+mod glob;
+mod grep;
+mod list;
+mod lock;
+mod read;
+mod walk;
+
+pub use args::*;
+
+/// Size limits shared by the file tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Files larger than this are `too_large` for whole-file reads and edits.
+    pub max_file_bytes: u64,
+    /// The output budget of one call; tools that page (grep) stop collecting
+    /// once they have this much to show.
+    pub max_output_bytes: usize,
+}
+
+impl Limits {
+    /// 16 MiB.
+    pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+    /// 256 KiB.
+    pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 256 * 1024;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: Self::DEFAULT_MAX_FILE_BYTES,
+            max_output_bytes: Self::DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+/// The file tools bound to one workspace. Cheap to share across threads
+/// (`&FileTools` is all a call needs); calls on different paths run in
+/// parallel, writes to one path are serialized.
+#[derive(Debug)]
+pub struct FileTools {
+    workspace: Workspace,
+    limits: Limits,
+    #[allow(dead_code)] // used by the writers
+    write_locks: lock::PathLocks,
+}
+
+impl FileTools {
+    /// Binds the tools to `workspace`.
+    pub fn new(workspace: Workspace, limits: Limits) -> Self {
+        FileTools {
+            workspace,
+            limits,
+            write_locks: lock::PathLocks::default(),
+        }
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+}

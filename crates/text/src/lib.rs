@@ -110,7 +110,10 @@ impl fmt::Display for DecodeError {
         match self {
             DecodeError::Binary => f.write_str("the file appears to be binary"),
             DecodeError::Invalid { encoding, offset } => {
-                write!(f, "the file is not valid {encoding} (first bad byte at offset {offset})")
+                write!(
+                    f,
+                    "the file is not valid {encoding} (first bad byte at offset {offset})"
+                )
             }
         }
     }

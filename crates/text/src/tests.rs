@@ -17,15 +17,27 @@ fn utf16_with_bom_decodes_both_ways() {
         le.extend_from_slice(&unit.to_le_bytes());
         be.extend_from_slice(&unit.to_be_bytes());
     }
-    assert_eq!(decode(&le).unwrap(), ("héllo\n€".to_string(), Encoding::Utf16Le));
-    assert_eq!(decode(&be).unwrap(), ("héllo\n€".to_string(), Encoding::Utf16Be));
+    assert_eq!(
+        decode(&le).unwrap(),
+        ("héllo\n€".to_string(), Encoding::Utf16Le)
+    );
+    assert_eq!(
+        decode(&be).unwrap(),
+        ("héllo\n€".to_string(), Encoding::Utf16Be)
+    );
     assert!(!looks_binary(&le));
 }
 
 #[test]
 fn odd_length_utf16_is_invalid() {
     let err = decode(b"\xFF\xFEa\0b").unwrap_err();
-    assert_eq!(err, DecodeError::Invalid { encoding: Encoding::Utf16Le, offset: 2 });
+    assert_eq!(
+        err,
+        DecodeError::Invalid {
+            encoding: Encoding::Utf16Le,
+            offset: 2
+        }
+    );
 }
 
 #[test]
@@ -41,7 +53,13 @@ fn nul_byte_means_binary() {
 #[test]
 fn invalid_utf8_is_reported_with_offset_and_lossy_decoding_replaces() {
     let bytes = b"ok\xFFthen";
-    assert_eq!(decode(bytes), Err(DecodeError::Invalid { encoding: Encoding::Utf8, offset: 2 }));
+    assert_eq!(
+        decode(bytes),
+        Err(DecodeError::Invalid {
+            encoding: Encoding::Utf8,
+            offset: 2
+        })
+    );
     let (text, encoding, lossy) = decode_lossy(bytes).unwrap();
     assert_eq!(text, "ok\u{FFFD}then");
     assert_eq!(encoding, Encoding::Utf8);
@@ -67,7 +85,10 @@ fn apply_line_ending() {
 
 #[test]
 fn utf16_is_not_written_back() {
-    let file = TextFile { text: "x".into(), encoding: Encoding::Utf16Le };
+    let file = TextFile {
+        text: "x".into(),
+        encoding: Encoding::Utf16Le,
+    };
     assert_eq!(file.encode(), Err(Encoding::Utf16Le));
 }
 
@@ -103,7 +124,10 @@ fn long_lines_are_cut_with_a_marker() {
     let line = "é".repeat(MAX_LINE_CHARS + 5);
     let cut = truncate_line(&line);
     assert!(cut.starts_with(&"é".repeat(MAX_LINE_CHARS)));
-    assert!(cut.ends_with("… [line truncated: 5 more characters]"), "{cut}");
+    assert!(
+        cut.ends_with("… [line truncated: 5 more characters]"),
+        "{cut}"
+    );
     assert_eq!(truncate_line("short"), "short");
 }
 
