@@ -62,7 +62,7 @@ pub enum Confinement {
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     /// The root does not exist or cannot be read.
-    #[error("workspace root {} cannot be opened: {source}", root.display())]
+    #[error("workspace root {} cannot be opened", root.display())]
     Missing {
         /// The root as given.
         root: PathBuf,

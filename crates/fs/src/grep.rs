@@ -296,12 +296,11 @@ impl FileTools {
                         if !near {
                             continue;
                         }
-                        if with_context {
-                            if let Some((last_file, last_number)) = last_printed {
-                                if last_file != file_index || last_number + 1 != line.number {
-                                    chunk.push_str("--\n");
-                                }
-                            }
+                        if with_context
+                            && let Some((last_file, last_number)) = last_printed
+                            && (last_file != file_index || last_number + 1 != line.number)
+                        {
+                            chunk.push_str("--\n");
                         }
                         let separator = if line.is_match { ':' } else { '-' };
                         chunk.push_str(&format!(

@@ -1,0 +1,216 @@
+//! Configuration: given once, checked once, then frozen.
+
+use std::path::{Path, PathBuf};
+
+use agent_tools_confine::Confinement;
+use agent_tools_fs::Limits;
+
+/// Why the tools could not start. Each variant names what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The workspace root does not exist or cannot be opened.
+    #[error("workspace root {} cannot be opened", root.display())]
+    RootMissing {
+        /// The root as given.
+        root: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The workspace root is a file.
+    #[error("workspace root {} is not a directory", root.display())]
+    RootNotADirectory {
+        /// The root as given.
+        root: PathBuf,
+    },
+    /// A tool's generated argument schema did not compile (a bug in this
+    /// crate, caught by its tests; never caused by configuration).
+    #[error("the argument schema of tool {tool} is invalid: {message}")]
+    InvalidSchema {
+        /// The tool.
+        tool: &'static str,
+        /// The validator's complaint.
+        message: String,
+    },
+    /// A limit is out of range.
+    #[error("{name} must be between {min} and {max}, got {value}")]
+    LimitOutOfRange {
+        /// The option's name.
+        name: &'static str,
+        /// The value given.
+        value: u64,
+        /// The smallest accepted value.
+        min: u64,
+        /// The largest accepted value.
+        max: u64,
+    },
+}
+
+/// Builds a [`Config`]. Every option has a default except the root.
+#[derive(Debug, Clone)]
+pub struct ConfigBuilder {
+    root: PathBuf,
+    max_output_bytes: u64,
+    max_file_bytes: u64,
+    bash_timeout_max_ms: u64,
+    read_only: bool,
+    confinement: Confinement,
+}
+
+/// The frozen configuration every call reads. Only [`ConfigBuilder::build`]
+/// makes one, so a `Config` is always valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    root: PathBuf,
+    max_output_bytes: usize,
+    max_file_bytes: u64,
+    bash_timeout_max_ms: u64,
+    read_only: bool,
+    confinement: Confinement,
+}
+
+/// Default cap on one call's output, in bytes.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = Limits::DEFAULT_MAX_OUTPUT_BYTES as u64;
+/// Default cap on the size of a file read or edited whole, in bytes.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = Limits::DEFAULT_MAX_FILE_BYTES;
+/// Default ceiling for a command's timeout, in milliseconds.
+pub const DEFAULT_BASH_TIMEOUT_MAX_MS: u64 = 600_000;
+
+impl ConfigBuilder {
+    /// Starts a configuration for the workspace at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ConfigBuilder {
+            root: root.into(),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            bash_timeout_max_ms: DEFAULT_BASH_TIMEOUT_MAX_MS,
+            read_only: false,
+            confinement: Confinement::Confined,
+        }
+    }
+
+    /// Caps the text one call returns (1 KiB to 64 MiB).
+    pub fn max_output_bytes(mut self, bytes: u64) -> Self {
+        self.max_output_bytes = bytes;
+        self
+    }
+
+    /// Caps the size of a file read or edited whole (1 byte to 4 GiB).
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The most a command's `timeout_ms` may ask for (1 ms to 24 h).
+    pub fn bash_timeout_max_ms(mut self, ms: u64) -> Self {
+        self.bash_timeout_max_ms = ms;
+        self
+    }
+
+    /// Offers only the read-only tools.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Whether paths are confined to the root. Confined unless this is called
+    /// with [`Confinement::Unconfined`].
+    pub fn confinement(mut self, confinement: Confinement) -> Self {
+        self.confinement = confinement;
+        self
+    }
+
+    /// Checks everything and freezes the configuration.
+    pub fn build(self) -> Result<Config, StartupError> {
+        check_range(
+            "max_output_bytes",
+            self.max_output_bytes,
+            1024,
+            64 * 1024 * 1024,
+        )?;
+        check_range(
+            "max_file_bytes",
+            self.max_file_bytes,
+            1,
+            4 * 1024 * 1024 * 1024,
+        )?;
+        check_range(
+            "bash_timeout_max_ms",
+            self.bash_timeout_max_ms,
+            1,
+            24 * 3600 * 1000,
+        )?;
+        let meta = std::fs::metadata(&self.root).map_err(|source| StartupError::RootMissing {
+            root: self.root.clone(),
+            source,
+        })?;
+        if !meta.is_dir() {
+            return Err(StartupError::RootNotADirectory { root: self.root });
+        }
+        Ok(Config {
+            root: self.root,
+            max_output_bytes: usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX),
+            max_file_bytes: self.max_file_bytes,
+            bash_timeout_max_ms: self.bash_timeout_max_ms,
+            read_only: self.read_only,
+            confinement: self.confinement,
+        })
+    }
+}
+
+fn check_range(name: &'static str, value: u64, min: u64, max: u64) -> Result<(), StartupError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(StartupError::LimitOutOfRange {
+            name,
+            value,
+            min,
+            max,
+        })
+    }
+}
+
+impl Config {
+    /// Starts a builder for the workspace at `root`.
+    pub fn builder(root: impl Into<PathBuf>) -> ConfigBuilder {
+        ConfigBuilder::new(root)
+    }
+
+    /// The workspace root as given.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The output cap of one call.
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes
+    }
+
+    /// The size cap of a whole-file read or edit.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+    }
+
+    /// The ceiling of a command's timeout.
+    pub fn bash_timeout_max_ms(&self) -> u64 {
+        self.bash_timeout_max_ms
+    }
+
+    /// Whether only the read tools are offered.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Whether paths are confined.
+    pub fn confinement(&self) -> Confinement {
+        self.confinement
+    }
+
+    /// The limits handed to the file tools.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_file_bytes: self.max_file_bytes,
+            max_output_bytes: self.max_output_bytes,
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! What the handlers work with: the frozen config and the tool back-ends
+//! built from it once.
+
+use agent_tools_fs::FileTools;
+
+use crate::Config;
+
+/// The back-ends shared by every call.
+#[derive(Debug)]
+pub struct Services {
+    pub(crate) config: Config,
+    pub(crate) files: FileTools,
+}

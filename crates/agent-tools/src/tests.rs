@@ -1,0 +1,162 @@
+use super::*;
+use serde_json::{Value, json};
+
+fn workspace() -> (tempfile::TempDir, AgentTools) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    let tools = AgentTools::new(Config::builder(dir.path()).build().unwrap()).unwrap();
+    (dir, tools)
+}
+
+fn code(result: &DispatchResult) -> Option<ErrorCode> {
+    result.error_code()
+}
+
+#[test]
+fn agent_tools_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<AgentTools>();
+}
+
+#[test]
+fn every_schema_is_an_object_schema_without_refs() {
+    for tool in AgentTools::surface_for(false) {
+        let schema = tool.input_schema();
+        assert_eq!(
+            schema.get("type"),
+            Some(&json!("object")),
+            "{}",
+            tool.name()
+        );
+        let text = serde_json::to_string(&**schema).unwrap();
+        assert!(!text.contains("$ref"), "{} has a $ref: {text}", tool.name());
+        assert!(!tool.description().is_empty());
+    }
+}
+
+#[test]
+fn unknown_tool_is_not_found() {
+    let (_dir, tools) = workspace();
+    let result = tools.call("no_such_tool", json!({}));
+    assert_eq!(code(&result), Some(ErrorCode::NotFound));
+    assert!(result.text.contains("unknown tool"));
+}
+
+#[test]
+fn read_only_surface_hides_mutating_tools_from_list_and_dispatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools =
+        AgentTools::new(Config::builder(dir.path()).read_only(true).build().unwrap()).unwrap();
+    let names: Vec<_> = tools.list_tools().iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    for tool in AgentTools::surface_for(false)
+        .iter()
+        .filter(|t| t.mutating())
+    {
+        let result = tools.call(tool.name(), json!({}));
+        assert_eq!(code(&result), Some(ErrorCode::NotFound), "{}", tool.name());
+        assert!(result.text.contains("read-only"), "{}", result.text);
+    }
+}
+
+#[test]
+fn schema_violations_are_invalid_input_with_details() {
+    let (_dir, tools) = workspace();
+    let result = tools.call("read_file", json!({}));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+    assert!(result.text.contains("path"), "{}", result.text);
+
+    let result = tools.call("read_file", json!({"path": "a.txt", "offset": "x"}));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+    assert!(result.text.contains("/offset"), "{}", result.text);
+
+    let result = tools.call("read_file", json!({"path": "a.txt", "limit": 0}));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+
+    let result = tools.call("read_file", json!({"path": "a.txt", "bogus": 1}));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+
+    let result = tools.call("read_file", json!(["a.txt"]));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+
+    let result = tools.call("grep", json!({"pattern": "x", "output_mode": "lines"}));
+    assert_eq!(code(&result), Some(ErrorCode::InvalidInput));
+}
+
+#[test]
+fn defaults_are_filled_before_validation() {
+    let (_dir, tools) = workspace();
+    let result = tools.call("read_file", json!({"path": "a.txt"}));
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(result.text, "     1\tone\n     2\ttwo\n     3\tthree\n");
+    let result = tools.call("list_dir", Value::Null);
+    assert_eq!(result.text, "a.txt\n");
+}
+
+#[test]
+fn output_is_bounded_on_a_char_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wide.txt"), "é".repeat(3000)).unwrap();
+    let tools = AgentTools::new(
+        Config::builder(dir.path())
+            .max_output_bytes(2048)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    // A single long line is shown truncated at 2000 chars (4000 bytes), over the cap.
+    let result = tools.call("read_file", json!({"path": "wide.txt"}));
+    assert!(!result.is_error);
+    assert!(result.text.len() <= 2048, "{}", result.text.len());
+    assert!(result.text.contains("[output truncated"), "{}", result.text);
+}
+
+#[test]
+fn startup_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = Config::builder(dir.path().join("missing"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(missing, StartupError::RootMissing { .. }));
+    assert!(
+        missing.to_string().contains("cannot be opened"),
+        "{missing}"
+    );
+    std::fs::write(dir.path().join("file"), "").unwrap();
+    let file = Config::builder(dir.path().join("file"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(file, StartupError::RootNotADirectory { .. }));
+    let small = Config::builder(dir.path())
+        .max_output_bytes(10)
+        .build()
+        .unwrap_err();
+    assert!(small.to_string().contains("max_output_bytes"), "{small}");
+}
+
+#[test]
+fn concurrent_calls_from_many_threads() {
+    let (_dir, tools) = workspace();
+    let tools = std::sync::Arc::new(tools);
+    let handles: Vec<_> = (0..16)
+        .map(|i| {
+            let tools = tools.clone();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let result = if i % 2 == 0 {
+                        tools.call(
+                            "read_file",
+                            json!({"path": "a.txt", "offset": 2, "limit": 1}),
+                        )
+                    } else {
+                        tools.call("grep", json!({"pattern": "thr", "output_mode": "content"}))
+                    };
+                    assert!(!result.is_error, "{}", result.text);
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+}

@@ -1,0 +1,154 @@
+//! The `agent-tools` command: serve the tools over MCP, call one, or list them.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agent_tools::{AgentTools, Config, Confinement};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+#[command(
+    name = "agent-tools",
+    version,
+    about = "File and shell tools for AI coding agents, confined to one folder"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the tools over MCP on stdin/stdout (logs go to stderr).
+    Mcp(WorkspaceArgs),
+    /// Run one tool call and print its text; exit 1 when it is an error.
+    Call {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// The tool to call.
+        tool: String,
+        /// The arguments as a JSON object, or `-` to read them from stdin.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Print every tool with its JSON Schema.
+    Tools {
+        /// Only the tools offered in read-only mode.
+        #[arg(long)]
+        read_only: bool,
+    },
+}
+
+#[derive(Args)]
+struct WorkspaceArgs {
+    /// The workspace folder the tools work in.
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// Offer only the read-only tools.
+    #[arg(long)]
+    read_only: bool,
+    /// Cap on the text one call returns.
+    #[arg(long, value_name = "N", default_value_t = agent_tools::DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output_bytes: u64,
+    /// Cap on the size of a file read or edited whole.
+    #[arg(long, value_name = "N", default_value_t = agent_tools::DEFAULT_MAX_FILE_BYTES)]
+    max_file_bytes: u64,
+    /// The most a command's timeout_ms may ask for.
+    #[arg(long, value_name = "N", default_value_t = agent_tools::DEFAULT_BASH_TIMEOUT_MAX_MS)]
+    bash_timeout_max_ms: u64,
+    /// Allow paths outside the root (confinement is on unless this is given).
+    #[arg(long)]
+    no_confine: bool,
+}
+
+impl WorkspaceArgs {
+    fn open(&self) -> Result<AgentTools, agent_tools::StartupError> {
+        let config = Config::builder(&self.root)
+            .read_only(self.read_only)
+            .max_output_bytes(self.max_output_bytes)
+            .max_file_bytes(self.max_file_bytes)
+            .bash_timeout_max_ms(self.bash_timeout_max_ms)
+            .confinement(if self.no_confine {
+                Confinement::Unconfined
+            } else {
+                Confinement::Confined
+            })
+            .build()?;
+        AgentTools::new(config)
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENT_TOOLS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_ansi(false)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("agent-tools: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Mcp(workspace) => {
+            let tools = workspace.open()?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(agent_tools_mcp::serve_stdio(tools))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            workspace,
+            tool,
+            args,
+        } => {
+            let tools = workspace.open()?;
+            let text = if args == "-" {
+                let mut input = String::new();
+                std::io::stdin().read_to_string(&mut input)?;
+                input
+            } else {
+                args
+            };
+            let args: Value = serde_json::from_str(&text)
+                .map_err(|err| anyhow::anyhow!("the arguments are not valid JSON: {err}"))?;
+            let result = tools.call(&tool, args);
+            print!("{}", result.text);
+            if !result.text.ends_with('\n') {
+                println!();
+            }
+            Ok(if result.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Tools { read_only } => {
+            let listed: Vec<Value> = AgentTools::surface_for(read_only)
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.name(),
+                        "description": tool.description(),
+                        "mutating": tool.mutating(),
+                        "input_schema": &**tool.input_schema(),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&listed)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
