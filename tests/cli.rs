@@ -1,1 +1,91 @@
+//! The `agent-tools call` and `agent-tools tools` commands.
 
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn agent_tools() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+}
+
+#[test]
+fn call_prints_text_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let output = agent_tools()
+        .args(["call", "--root"])
+        .arg(dir.path())
+        .args(["read_file", r#"{"path":"a.txt"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "     1\talpha\n");
+}
+
+#[test]
+fn call_reads_arguments_from_stdin_and_exits_one_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = agent_tools()
+        .args(["call", "--root"])
+        .arg(dir.path())
+        .args(["read_file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"path":"nope.txt"}"#)
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["error"], "not_found");
+}
+
+#[test]
+fn call_with_bad_json_or_bad_root_fails_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agent_tools()
+        .args(["call", "--root"])
+        .arg(dir.path())
+        .args(["list_dir", "{nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not valid JSON"));
+
+    let output = agent_tools()
+        .args(["call", "--root"])
+        .arg(dir.path().join("missing"))
+        .arg("list_dir")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be opened"));
+}
+
+#[test]
+fn tools_prints_every_tool_with_its_schema() {
+    let output = agent_tools().arg("tools").output().unwrap();
+    assert!(output.status.success());
+    let tools: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(tools.len() >= 4);
+    for tool in &tools {
+        assert_eq!(tool["input_schema"]["type"], "object");
+    }
+    let output = agent_tools()
+        .args(["tools", "--read-only"])
+        .output()
+        .unwrap();
+    let read_only: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(read_only.iter().all(|t| t["mutating"] == false));
+    let names: Vec<&str> = read_only
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+}

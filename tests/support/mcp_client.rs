@@ -1,0 +1,131 @@
+//! A minimal MCP client over the `agent-tools mcp` child's stdio, for tests
+//! and benchmarks: newline-delimited JSON-RPC, responses matched by id.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+pub struct McpClient {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    /// Responses read while waiting for another id (answers arrive in any order).
+    early: HashMap<u64, Value>,
+}
+
+impl McpClient {
+    /// Starts `agent-tools mcp --root ROOT EXTRA...` and performs the handshake.
+    pub fn start(root: &Path, extra: &[&str]) -> McpClient {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+            .arg("mcp")
+            .arg("--root")
+            .arg(root)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn agent-tools");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut client = McpClient {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            early: HashMap::new(),
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test-client", "version": "0"}
+            }),
+        );
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        client.notify("notifications/initialized", json!({}));
+        client
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_string(message).unwrap();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request without waiting; returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Reads messages until the response with `id`; notifications are skipped.
+    pub fn wait_for(&mut self, id: u64) -> Value {
+        if let Some(message) = self.early.remove(&id) {
+            return message;
+        }
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(
+                n > 0,
+                "server closed stdout while waiting for response {id}"
+            );
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("bad JSON from server: {e}: {line}"));
+            match message.get("id").and_then(Value::as_u64) {
+                Some(got) if got == id => return message,
+                Some(other) => {
+                    self.early.insert(other, message);
+                }
+                None => {}
+            }
+        }
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.wait_for(id)
+    }
+
+    /// Calls a tool; returns (isError, first text content).
+    pub fn call(&mut self, name: &str, args: Value) -> (bool, String) {
+        let response = self.request("tools/call", json!({"name": name, "arguments": args}));
+        Self::call_result(&response)
+    }
+
+    pub fn call_result(response: &Value) -> (bool, String) {
+        let result = response
+            .get("result")
+            .unwrap_or_else(|| panic!("no result: {response}"));
+        let is_error = result
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text: {response}"))
+            .to_string();
+        (is_error, text)
+    }
+
+    /// Closes stdin and waits for the server to exit.
+    pub fn shutdown(mut self) -> std::process::ExitStatus {
+        drop(self.stdin);
+        self.child.wait().unwrap()
+    }
+}
