@@ -165,6 +165,7 @@ fn spawn_waiter(
     let (tx, rx) = mpsc::channel();
     thread::Builder::new()
         .name("bash-reaper".into())
+        .stack_size(64 * 1024)
         .spawn(move || {
             let status = child.wait();
             let _ = tx.send(status);

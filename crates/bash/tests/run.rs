@@ -305,7 +305,9 @@ fn truncation_lands_on_a_char_boundary() {
 #[test]
 fn output_limit_kills_and_names_the_spill() {
     let ws = Ws::new();
-    let req = ws.req("echo $$ >&2; yes").with_limits(limits(100, 10_000));
+    let req = ws
+        .req("echo $$ >&2; sleep 0.1; yes")
+        .with_limits(limits(100, 10_000));
     let started = Instant::now();
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::OutputLimit);
@@ -439,4 +441,31 @@ fn outcome_json_shape() {
       "timed_out": false
     }
     "#);
+}
+
+#[test]
+fn the_shell_leads_its_own_process_group() {
+    let ws = Ws::new();
+    // Field 5 of /proc/PID/stat is the process group (sh has no spaces in comm).
+    let outcome = ws.run("echo $$; cut -d' ' -f5 /proc/$$/stat");
+    let lines: Vec<&str> = outcome.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{outcome:?}");
+    assert_eq!(lines[0], lines[1]);
+    assert_ne!(lines[1], nix::unistd::getpgrp().as_raw().to_string());
+}
+
+#[test]
+fn unwritable_spill_dir_is_an_io_error() {
+    let ws = Ws::new();
+    fs::write(ws.root().join("blocker"), "").unwrap();
+    let req = RunRequest::new(
+        "yes | head -c 100000",
+        ws.root(),
+        ws.root().join("blocker/spill"),
+    )
+    .unwrap()
+    .with_limits(limits(10, 1_000_000));
+    let err = run_req(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError);
+    assert!(err.message().contains("spill"), "{}", err.message());
 }
