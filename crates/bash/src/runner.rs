@@ -228,8 +228,10 @@ impl Pump<'_> {
                     });
                     return Ok(());
                 }
+                if self.kill.is_none() {
+                    settled_at = None;
+                }
                 self.begin_kill(KillReason::Cancelled, now);
-                settled_at = None;
             }
             self.advance_kill(now);
 
@@ -369,6 +371,7 @@ impl Pump<'_> {
             // cancellation is what the caller needs to hear about.
             if reason == KillReason::Cancelled {
                 kill.reason = reason;
+                kill.grace = kill.grace.min(CANCEL_GRACE);
             }
             return;
         }

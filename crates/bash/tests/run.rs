@@ -253,7 +253,7 @@ fn inline_budget_is_shared() {
     let ws = Ws::new();
     // stdout comes first and takes 6 of the 10 bytes; stderr gets 4.
     let req = ws
-        .req("printf 123456; sleep 0.05; printf abcdefgh >&2")
+        .req("printf 123456; sleep 0.2; printf abcdefgh >&2")
         .with_limits(limits(10, 1024));
     let outcome = run_req(&req).unwrap();
     assert_eq!(outcome.stdout, "123456");
@@ -267,7 +267,7 @@ fn inline_budget_is_shared() {
 
     // The other way round.
     let req = ws
-        .req("printf abcdefgh >&2; sleep 0.05; printf 123456")
+        .req("printf abcdefgh >&2; sleep 0.2; printf 123456")
         .with_limits(limits(10, 1024));
     let outcome = run_req(&req).unwrap();
     assert_eq!(outcome.stderr, "abcdefgh");
@@ -359,8 +359,8 @@ fn background_child_holding_the_pipe_does_not_stall() {
 fn background_job_with_redirected_output_keeps_running() {
     let ws = Ws::new();
     let started = Instant::now();
-    let outcome = ws.run("(sleep 0.5; echo x > marker) > /dev/null 2>&1 &");
-    assert!(started.elapsed() < Duration::from_millis(400));
+    let outcome = ws.run("(sleep 1; echo x > marker) > /dev/null 2>&1 &");
+    assert!(started.elapsed() < Duration::from_millis(900));
     assert_eq!(outcome.exit_code, Some(0));
     let marker = ws.root().join("marker");
     let end = Instant::now() + Duration::from_secs(5);
@@ -468,4 +468,32 @@ fn unwritable_spill_dir_is_an_io_error() {
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError);
     assert!(err.message().contains("spill"), "{}", err.message());
+}
+
+#[test]
+fn cancellation_escalates_quickly() {
+    let ws = Ws::new();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let setter = {
+        let cancel = Arc::clone(&cancel);
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(150));
+            cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    // Ignores SIGTERM: only the SIGKILL after the short cancel grace ends it.
+    let req = ws.req("trap '' TERM; echo $$; sleep 30");
+    let started = Instant::now();
+    let err = run(&req, &cancel).unwrap_err();
+    let elapsed = started.elapsed();
+    setter.join().unwrap();
+    assert!(is_cancelled(&err));
+    assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
+    let pgid: i32 = field(&err, "stdout")
+        .as_str()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(group_gone(pgid, Duration::from_secs(1)));
 }
