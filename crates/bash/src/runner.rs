@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -48,6 +49,9 @@ const KILL_POLL: Duration = Duration::from_millis(10);
 const REAP_LIMIT: Duration = Duration::from_secs(1);
 
 const READ_CHUNK: usize = 64 * 1024;
+
+/// At most this many reads of one stream per wake-up.
+const MAX_READS_PER_WAKE: usize = 16;
 
 /// The field set on the `internal` error a cancelled run returns.
 pub(crate) const CANCELLED_FIELD: &str = "cancelled";
@@ -116,6 +120,18 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    // Non-blocking read ends let one wake-up take all that is buffered. If
+    // that cannot be set, each wake-up reads once, which never blocks either.
+    let mut nonblocking = true;
+    for fd in [
+        stdout.as_ref().map(AsFd::as_fd),
+        stderr.as_ref().map(AsFd::as_fd),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        nonblocking &= fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_ok();
+    }
     let exits = spawn_waiter(child, exit_writer, pgid)?;
     let mut pump = Pump {
         req,
@@ -131,6 +147,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         status: None,
         exited: false,
         kill: None,
+        reads_per_wake: if nonblocking { MAX_READS_PER_WAKE } else { 1 },
     };
     match pump.run(cancel) {
         Ok(()) => pump.finish(),
@@ -193,6 +210,7 @@ struct Pump<'a> {
     status: Option<ExitStatus>,
     exited: bool,
     kill: Option<Kill>,
+    reads_per_wake: usize,
 }
 
 impl Pump<'_> {
@@ -322,37 +340,43 @@ impl Pump<'_> {
     }
 
     fn read_stream(&mut self, is_out: bool, buf: &mut [u8], now: Instant) -> ToolResult<()> {
-        let read = if is_out {
-            self.stdout.as_mut().map(|r| r.read(buf))
-        } else {
-            self.stderr.as_mut().map(|r| r.read(buf))
-        };
-        let n = match read {
-            None => return Ok(()),
-            Some(Ok(n)) => n,
-            Some(Err(err)) if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
-            // A broken pipe reads as its end.
-            Some(Err(_)) => 0,
-        };
-        if n == 0 {
-            self.close(is_out);
-            return Ok(());
-        }
-        let req = self.req;
-        let stream = if is_out { &mut self.out } else { &mut self.err };
-        let pushed = stream
-            .push(&buf[..n], &mut self.budget, &self.namer)
-            .map_err(|err| {
-                let dir = req.spill_display_dir().unwrap_or(req.spill_dir());
-                ToolError::new(
-                    ErrorCode::IoError,
-                    format!("cannot write a spill file under {}: {err}", dir.display()),
-                )
-            })?;
-        if pushed == Pushed::OverCeiling {
-            let name = stream.name();
-            self.close(is_out);
-            self.begin_kill(KillReason::OverCeiling(name), now);
+        // Take what is buffered, a bounded number of reads per wake-up so
+        // the other stream and the clock get a turn.
+        for _ in 0..self.reads_per_wake {
+            let read = if is_out {
+                self.stdout.as_mut().map(|r| r.read(buf))
+            } else {
+                self.stderr.as_mut().map(|r| r.read(buf))
+            };
+            let n = match read {
+                None => return Ok(()),
+                Some(Ok(n)) => n,
+                Some(Err(err)) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Some(Err(err)) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // A broken pipe reads as its end.
+                Some(Err(_)) => 0,
+            };
+            if n == 0 {
+                self.close(is_out);
+                return Ok(());
+            }
+            let req = self.req;
+            let stream = if is_out { &mut self.out } else { &mut self.err };
+            let pushed = stream
+                .push(&buf[..n], &mut self.budget, &self.namer)
+                .map_err(|err| {
+                    let dir = req.spill_display_dir().unwrap_or(req.spill_dir());
+                    ToolError::new(
+                        ErrorCode::IoError,
+                        format!("cannot write a spill file under {}: {err}", dir.display()),
+                    )
+                })?;
+            if pushed == Pushed::OverCeiling {
+                let name = stream.name();
+                self.close(is_out);
+                self.begin_kill(KillReason::OverCeiling(name), now);
+                return Ok(());
+            }
         }
         Ok(())
     }
