@@ -1,0 +1,316 @@
+//! Capturing one output stream: the inline part under a shared budget, the
+//! complete stream in a spill file once it overflows, and the hard ceiling.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Names and creates the spill files of one run: `<id>.stdout`, `<id>.stderr`.
+#[derive(Debug)]
+pub(crate) struct SpillNamer {
+    dir: PathBuf,
+    display_dir: Option<PathBuf>,
+    id: String,
+}
+
+impl SpillNamer {
+    /// A namer for one run, with an id unique within this process and very
+    /// likely across processes (time, process id, counter). Files are created
+    /// with `create_new`, so a clash is detected rather than overwritten.
+    pub(crate) fn new(dir: &Path, display_dir: Option<&Path>) -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        SpillNamer {
+            dir: dir.to_path_buf(),
+            display_dir: display_dir.map(Path::to_path_buf),
+            id: format!("bash-{millis}-{}-{n}", std::process::id()),
+        }
+    }
+
+    fn open(&self, stream: &str) -> io::Result<Spill> {
+        fs::create_dir_all(&self.dir)?;
+        let mut attempt = 0u32;
+        loop {
+            let name = if attempt == 0 {
+                format!("{}.{stream}", self.id)
+            } else {
+                format!("{}-{attempt}.{stream}", self.id)
+            };
+            let path = self.dir.join(&name);
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    let shown = match &self.display_dir {
+                        Some(dir) => dir.join(&name),
+                        None => path,
+                    };
+                    return Ok(Spill {
+                        shown,
+                        writer: BufWriter::with_capacity(64 * 1024, file),
+                    });
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Spill {
+    shown: PathBuf,
+    writer: BufWriter<File>,
+}
+
+/// What [`Stream::push`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Within the ceiling.
+    Within,
+    /// The stream passed its ceiling; the bytes beyond it were dropped.
+    OverCeiling,
+}
+
+/// One captured stream.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    name: &'static str,
+    inline: Vec<u8>,
+    total: u64,
+    ceiling: u64,
+    spill: Option<Spill>,
+}
+
+/// A stream once the run is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Captured {
+    /// The inline text, lossily decoded.
+    pub(crate) text: String,
+    /// Invalid UTF-8 was replaced in `text`.
+    pub(crate) lossy: bool,
+    /// Where the complete stream was spilled, as it is shown to the caller.
+    pub(crate) spill: Option<PathBuf>,
+}
+
+impl Stream {
+    /// An empty stream called `name` (`stdout` or `stderr`, which is also the
+    /// spill file's extension).
+    pub(crate) fn new(name: &'static str, ceiling: u64) -> Self {
+        Stream {
+            name,
+            inline: Vec::new(),
+            total: 0,
+            ceiling,
+            spill: None,
+        }
+    }
+
+    /// The stream's name.
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Takes `chunk`: inline while `budget` lasts, else into the spill file,
+    /// which then receives the inline part too, so it holds the whole stream.
+    /// Bytes past the ceiling are dropped and reported.
+    pub(crate) fn push(
+        &mut self,
+        chunk: &[u8],
+        budget: &mut usize,
+        namer: &SpillNamer,
+    ) -> io::Result<Pushed> {
+        let room = self.ceiling.saturating_sub(self.total);
+        let (chunk, pushed) = match usize::try_from(room) {
+            Ok(room) if room < chunk.len() => (&chunk[..room], Pushed::OverCeiling),
+            _ => (chunk, Pushed::Within),
+        };
+        self.total += chunk.len() as u64;
+        match &mut self.spill {
+            Some(spill) => spill.writer.write_all(chunk)?,
+            None => {
+                let take = chunk.len().min(*budget);
+                self.inline.extend_from_slice(&chunk[..take]);
+                *budget -= take;
+                if take < chunk.len() {
+                    let mut spill = namer.open(self.name)?;
+                    spill.writer.write_all(&self.inline)?;
+                    spill.writer.write_all(&chunk[take..])?;
+                    self.spill = Some(spill);
+                }
+            }
+        }
+        Ok(pushed)
+    }
+
+    /// Flushes the spill file and decodes the inline part. A truncated inline
+    /// part ends on a character boundary: a character cut by the budget is
+    /// left out (it is in the spill file).
+    pub(crate) fn finish(self) -> io::Result<Captured> {
+        let spill = match self.spill {
+            Some(mut spill) => {
+                spill.writer.flush()?;
+                Some(spill.shown)
+            }
+            None => None,
+        };
+        let bytes = if spill.is_some() {
+            trim_cut_char(&self.inline)
+        } else {
+            &self.inline[..]
+        };
+        let (text, lossy) = match String::from_utf8_lossy(bytes) {
+            std::borrow::Cow::Borrowed(text) => (text.to_owned(), false),
+            std::borrow::Cow::Owned(text) => (text, true),
+        };
+        Ok(Captured { text, lossy, spill })
+    }
+}
+
+/// `bytes` without a UTF-8 sequence cut short at its end.
+pub(crate) fn trim_cut_char(bytes: &[u8]) -> &[u8] {
+    let len = bytes.len();
+    for back in 1..=len.min(4) {
+        let byte = bytes[len - back];
+        if byte & 0xC0 == 0x80 {
+            continue;
+        }
+        let needed = match byte {
+            0xF0..=0xF7 => 4,
+            0xE0..=0xEF => 3,
+            0xC0..=0xDF => 2,
+            _ => 1,
+        };
+        return if needed > back {
+            &bytes[..len - back]
+        } else {
+            bytes
+        };
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn trims_only_a_cut_character() {
+        assert_eq!(trim_cut_char(b""), b"");
+        assert_eq!(trim_cut_char(b"abc"), b"abc");
+        assert_eq!(trim_cut_char("é".as_bytes()), "é".as_bytes());
+        assert_eq!(trim_cut_char(&"aé".as_bytes()[..2]), b"a");
+        assert_eq!(trim_cut_char(&"a€".as_bytes()[..3]), b"a");
+        assert_eq!(trim_cut_char(&"a😀".as_bytes()[..4]), b"a");
+        assert_eq!(trim_cut_char(&"a😀".as_bytes()[..2]), b"a");
+        assert_eq!(trim_cut_char("a😀".as_bytes()), "a😀".as_bytes());
+        // Invalid bytes are left for lossy decoding.
+        assert_eq!(trim_cut_char(b"a\xff"), b"a\xff");
+    }
+
+    fn read_spill(dir: &Path, captured: &Captured) -> Vec<u8> {
+        let shown = captured.spill.as_ref().unwrap();
+        assert!(shown.starts_with(dir));
+        fs::read(shown).unwrap()
+    }
+
+    #[test]
+    fn spill_dir_is_created_and_display_dir_names_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        let namer = SpillNamer::new(&dir, Some(Path::new(".agent-tools/spill")));
+        let mut stream = Stream::new("stdout", 100);
+        let mut budget = 2;
+        stream.push(b"hello", &mut budget, &namer).unwrap();
+        let captured = stream.finish().unwrap();
+        let shown = captured.spill.unwrap();
+        assert!(shown.starts_with(".agent-tools/spill"), "{shown:?}");
+        assert!(shown.to_string_lossy().ends_with(".stdout"));
+        let real = dir.join(shown.file_name().unwrap());
+        assert_eq!(fs::read(real).unwrap(), b"hello");
+        assert_eq!(captured.text, "he");
+    }
+
+    #[test]
+    fn ceiling_drops_the_excess() {
+        let tmp = tempfile::tempdir().unwrap();
+        let namer = SpillNamer::new(tmp.path(), None);
+        let mut stream = Stream::new("stderr", 5);
+        let mut budget = 2;
+        assert_eq!(
+            stream.push(b"abc", &mut budget, &namer).unwrap(),
+            Pushed::Within
+        );
+        assert_eq!(
+            stream.push(b"de", &mut budget, &namer).unwrap(),
+            Pushed::Within
+        );
+        assert_eq!(
+            stream.push(b"f", &mut budget, &namer).unwrap(),
+            Pushed::OverCeiling
+        );
+        let captured = stream.finish().unwrap();
+        assert_eq!(read_spill(tmp.path(), &captured), b"abcde");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever the chunking and interleaving: inline output never passes
+        /// the shared budget, each inline part is a prefix of its stream, and
+        /// a spilled stream's file holds the stream byte for byte.
+        #[test]
+        fn budget_and_spill_invariants(
+            chunks in proptest::collection::vec((any::<bool>(), proptest::collection::vec(any::<u8>(), 0..40)), 0..30),
+            budget in 0usize..200,
+        ) {
+            let tmp = tempfile::tempdir().unwrap();
+            let namer = SpillNamer::new(tmp.path(), None);
+            let mut streams = [Stream::new("stdout", u64::MAX), Stream::new("stderr", u64::MAX)];
+            let mut whole = [Vec::new(), Vec::new()];
+            let mut left = budget;
+            for (to_err, chunk) in &chunks {
+                let i = usize::from(*to_err);
+                prop_assert_eq!(streams[i].push(chunk, &mut left, &namer).unwrap(), Pushed::Within);
+                whole[i].extend_from_slice(chunk);
+            }
+            let [out, err] = streams;
+            let mut inline_total = 0;
+            for (stream, whole) in [(out, &whole[0]), (err, &whole[1])] {
+                let inline = stream.inline.clone();
+                inline_total += inline.len();
+                prop_assert!(whole.starts_with(&inline));
+                let captured = stream.finish().unwrap();
+                match &captured.spill {
+                    Some(_) => prop_assert_eq!(&read_spill(tmp.path(), &captured), whole),
+                    None => prop_assert_eq!(&inline, whole),
+                }
+            }
+            prop_assert!(inline_total <= budget);
+            prop_assert_eq!(inline_total + left, budget);
+        }
+
+        /// A truncated inline text is valid UTF-8 taken from the stream's
+        /// start, at most one character short of the budget.
+        #[test]
+        fn truncation_lands_on_a_char_boundary(text in "\\PC{0,40}", budget in 0usize..100) {
+            let tmp = tempfile::tempdir().unwrap();
+            let namer = SpillNamer::new(tmp.path(), None);
+            let mut stream = Stream::new("stdout", u64::MAX);
+            let mut left = budget;
+            stream.push(text.as_bytes(), &mut left, &namer).unwrap();
+            let captured = stream.finish().unwrap();
+            prop_assert!(!captured.lossy);
+            prop_assert!(text.starts_with(&captured.text));
+            prop_assert!(captured.text.len() <= budget);
+            prop_assert!(budget.min(text.len()) - captured.text.len() < 4);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! What to run and under which limits.
+
+use std::num::NonZeroU64;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_tools_error::{ToolError, ToolResult};
+
+/// Timeout used when the caller asks for none: two minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+
+/// The usual upper bound for a requested timeout: ten minutes.
+pub const DEFAULT_MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// Default inline budget shared by stdout and stderr: 32 KiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 32 * 1024;
+
+/// Default hard ceiling on one stream's total output: 256 MiB.
+pub const DEFAULT_HARD_CEILING_PER_STREAM: u64 = 256 * 1024 * 1024;
+
+/// Turns the timeout an agent asked for into the one to use.
+///
+/// `None` means [`DEFAULT_TIMEOUT_MS`]. The result is clamped into
+/// `1 ..= max_ms` (and at least 1 ms even when `max_ms` is 0) without error:
+/// an agent asking for more than allowed simply gets the maximum.
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_tools_bash::clamp_timeout;
+///
+/// assert_eq!(clamp_timeout(None, 600_000), Duration::from_millis(120_000));
+/// assert_eq!(clamp_timeout(Some(5_000), 600_000), Duration::from_millis(5_000));
+/// assert_eq!(clamp_timeout(Some(9_999_999), 600_000), Duration::from_millis(600_000));
+/// ```
+pub fn clamp_timeout(requested_ms: Option<u64>, max_ms: u64) -> Duration {
+    let max_ms = max_ms.max(1);
+    let ms = requested_ms.unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, max_ms);
+    Duration::from_millis(ms)
+}
+
+/// How much output a run may produce, and how much of it comes back inline.
+///
+/// * `max_output_bytes` is one budget shared by stdout and stderr: bytes are
+///   kept inline in the order they arrive until the budget is used up. A
+///   stream that overflows it is written, complete, to a spill file.
+/// * `hard_ceiling_per_stream` bounds each stream's total size. A stream that
+///   passes it gets the whole process group killed and the run fails with
+///   `output_limit`. It is never zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    max_output_bytes: usize,
+    hard_ceiling_per_stream: NonZeroU64,
+}
+
+impl OutputLimits {
+    /// Limits with the given inline budget and per-stream ceiling.
+    pub fn new(max_output_bytes: usize, hard_ceiling_per_stream: NonZeroU64) -> Self {
+        OutputLimits {
+            max_output_bytes,
+            hard_ceiling_per_stream,
+        }
+    }
+
+    /// The inline budget shared by stdout and stderr, in bytes.
+    pub fn max_output_bytes(&self) -> usize {
+        self.max_output_bytes
+    }
+
+    /// The most bytes one stream may produce before the run is killed.
+    pub fn hard_ceiling_per_stream(&self) -> NonZeroU64 {
+        self.hard_ceiling_per_stream
+    }
+}
+
+impl Default for OutputLimits {
+    /// [`DEFAULT_MAX_OUTPUT_BYTES`] inline, [`DEFAULT_HARD_CEILING_PER_STREAM`] per stream.
+    fn default() -> Self {
+        OutputLimits {
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            hard_ceiling_per_stream: NonZeroU64::MIN
+                .saturating_add(DEFAULT_HARD_CEILING_PER_STREAM - 1),
+        }
+    }
+}
+
+/// One command to run.
+///
+/// Built with [`RunRequest::new`], then adjusted with the `with_*` methods.
+/// The command never holds a NUL byte and the timeout is never zero.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRequest {
+    command: String,
+    cwd: PathBuf,
+    spill_dir: PathBuf,
+    spill_display_dir: Option<PathBuf>,
+    timeout: Duration,
+    limits: OutputLimits,
+}
+
+impl RunRequest {
+    /// A request to run `command` with `sh -c` in `cwd`, spilling overflowing
+    /// output under `spill_dir` (created on first use).
+    ///
+    /// `cwd` must already be confined by the caller; the runner only checks
+    /// that it exists and is a directory. The timeout starts at
+    /// [`DEFAULT_TIMEOUT_MS`] and the limits at [`OutputLimits::default`].
+    ///
+    /// Fails with `invalid_input` if `command` contains a NUL byte, which no
+    /// shell argument can carry.
+    pub fn new(
+        command: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        spill_dir: impl Into<PathBuf>,
+    ) -> ToolResult<Self> {
+        let command = command.into();
+        if command.contains('\0') {
+            return Err(ToolError::invalid_input("command contains a NUL byte"));
+        }
+        Ok(RunRequest {
+            command,
+            cwd: cwd.into(),
+            spill_dir: spill_dir.into(),
+            spill_display_dir: None,
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            limits: OutputLimits::default(),
+        })
+    }
+
+    /// Sets the timeout. A zero duration is raised to one millisecond; use
+    /// [`clamp_timeout`] to turn an agent's request into a duration.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets the output limits.
+    pub fn with_limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Names spill files in results as `dir/<file>` instead of by their path
+    /// under the spill directory. The facade passes the spill directory
+    /// relative to the workspace root here (e.g. `.agent-tools/spill`) so the
+    /// agent sees workspace-relative paths, in successes and errors alike.
+    pub fn with_spill_display_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spill_display_dir = Some(dir.into());
+        self
+    }
+
+    /// The shell command.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// The working directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Where spill files are written.
+    pub fn spill_dir(&self) -> &Path {
+        &self.spill_dir
+    }
+
+    /// The directory spill files are reported under, if not `spill_dir`.
+    pub fn spill_display_dir(&self) -> Option<&Path> {
+        self.spill_display_dir.as_deref()
+    }
+
+    /// The timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The output limits.
+    pub fn limits(&self) -> OutputLimits {
+        self.limits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_defaults_and_clamps() {
+        assert_eq!(
+            clamp_timeout(None, DEFAULT_MAX_TIMEOUT_MS),
+            Duration::from_millis(120_000)
+        );
+        assert_eq!(clamp_timeout(None, 10_000), Duration::from_millis(10_000));
+        assert_eq!(clamp_timeout(Some(0), 10_000), Duration::from_millis(1));
+        assert_eq!(clamp_timeout(Some(1), 10_000), Duration::from_millis(1));
+        assert_eq!(
+            clamp_timeout(Some(10_001), 10_000),
+            Duration::from_millis(10_000)
+        );
+        assert_eq!(clamp_timeout(Some(5), 0), Duration::from_millis(1));
+    }
+
+    #[test]
+    fn default_limits() {
+        let limits = OutputLimits::default();
+        assert_eq!(limits.max_output_bytes(), DEFAULT_MAX_OUTPUT_BYTES);
+        assert_eq!(
+            limits.hard_ceiling_per_stream().get(),
+            DEFAULT_HARD_CEILING_PER_STREAM
+        );
+    }
+
+    #[test]
+    fn nul_in_command_is_rejected() {
+        let err = RunRequest::new("echo a\0b", "/", "/tmp").unwrap_err();
+        assert_eq!(err.code(), agent_tools_error::ErrorCode::InvalidInput);
+    }
+
+    #[test]
+    fn zero_timeout_becomes_one_millisecond() {
+        let req = RunRequest::new("true", "/", "/tmp")
+            .unwrap()
+            .with_timeout(Duration::ZERO);
+        assert_eq!(req.timeout(), Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,539 @@
+//! Spawning the shell, pumping its output and ending it.
+
+use std::fs;
+use std::io::{self, PipeReader, Read};
+use std::os::fd::AsFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use crate::capture::{Captured, Pushed, SpillNamer, Stream};
+use crate::outcome::RunOutcome;
+use crate::request::RunRequest;
+
+/// The shell every command runs in.
+pub const SHELL: &str = "/bin/sh";
+
+/// After a timeout or a passed ceiling the group gets `SIGTERM`, then
+/// `SIGKILL` if any member is still alive this long after.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// After a cancellation the group gets `SIGTERM`, then `SIGKILL` if any
+/// member is still alive this long after. Shorter than [`KILL_GRACE`]: nobody
+/// waits for the result.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(250);
+
+/// Once the shell has exited (or its group is dead), output is still read for
+/// at most this long. A background process still holding the pipes does not
+/// keep the call waiting beyond it.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+/// How often the cancel flag is looked at, at the least.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// While a group is being killed, how often it is checked for survivors.
+const KILL_POLL: Duration = Duration::from_millis(10);
+
+/// If the shell is still not reaped this long after `SIGKILL` (a process stuck
+/// in the kernel), the call returns without its exit status.
+const REAP_LIMIT: Duration = Duration::from_secs(1);
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// At most this many reads of one stream per wake-up.
+const MAX_READS_PER_WAKE: usize = 16;
+
+/// The field set on the `internal` error a cancelled run returns.
+pub(crate) const CANCELLED_FIELD: &str = "cancelled";
+
+/// Whether `err` is the error [`run`] returns when it was cancelled.
+pub fn is_cancelled(err: &ToolError) -> bool {
+    err.code() == ErrorCode::Internal
+        && err.fields().get(CANCELLED_FIELD).is_some_and(|v| v == true)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KillReason {
+    Timeout,
+    OverCeiling(&'static str),
+    Cancelled,
+}
+
+#[derive(Debug)]
+struct Kill {
+    reason: KillReason,
+    started: Instant,
+    grace: Duration,
+    sigkilled: bool,
+    group_gone: bool,
+}
+
+/// Runs `req`, polling `cancel` at least every [`CANCEL_POLL`].
+///
+/// The command runs as `/bin/sh -c COMMAND` in `req.cwd()`, with stdin from
+/// `/dev/null`, in a new process group whose id is the shell's pid.
+///
+/// * The shell exits: the outcome is returned (whatever the exit code or
+///   signal). Output is drained until both pipes close or [`DRAIN_GRACE`] has
+///   passed; the group is **not** killed, so background jobs keep running.
+/// * The timeout passes: the group gets `SIGTERM`, then `SIGKILL` after
+///   [`KILL_GRACE`] if anything survives, and the call fails with `timeout`.
+/// * A stream passes the hard ceiling: the same kill, then `output_limit`.
+/// * `cancel` is set: the group gets `SIGTERM`, then `SIGKILL` after
+///   [`CANCEL_GRACE`], and the call fails with an `internal` error whose
+///   detail is `command cancelled` (see [`is_cancelled`]).
+///
+/// The `timeout`, `output_limit` and cancelled errors carry the partial
+/// output as envelope fields: `stdout`, `stderr`, `timed_out`, and
+/// `stdout_spill` / `stderr_spill` / `truncated` / `lossy` when they apply.
+///
+/// A missing `cwd` fails with `not_found`, a `cwd` that is not a directory
+/// with `not_a_file`, a shell that cannot be started or a spill file that
+/// cannot be written with `io_error`.
+pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
+    check_cwd(req)?;
+    let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
+        ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
+    })?;
+    let mut child = Command::new(SHELL)
+        .arg("-c")
+        .arg(req.command())
+        .current_dir(req.cwd())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|err| {
+            ToolError::new(ErrorCode::IoError, format!("cannot start {SHELL}: {err}"))
+        })?;
+    let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    // Non-blocking read ends let one wake-up take all that is buffered. If
+    // that cannot be set, each wake-up reads once, which never blocks either.
+    let mut nonblocking = true;
+    for fd in [
+        stdout.as_ref().map(AsFd::as_fd),
+        stderr.as_ref().map(AsFd::as_fd),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        nonblocking &= fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_ok();
+    }
+    let exits = spawn_waiter(child, exit_writer, pgid)?;
+    let mut pump = Pump {
+        req,
+        pgid,
+        namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir()),
+        budget: req.limits().max_output_bytes(),
+        out: Stream::new("stdout", req.limits().hard_ceiling_per_stream().get()),
+        err: Stream::new("stderr", req.limits().hard_ceiling_per_stream().get()),
+        stdout,
+        stderr,
+        exit_reader: Some(exit_reader),
+        exits,
+        status: None,
+        exited: false,
+        kill: None,
+        reads_per_wake: if nonblocking { MAX_READS_PER_WAKE } else { 1 },
+    };
+    match pump.run(cancel) {
+        Ok(()) => pump.finish(),
+        Err(err) => {
+            // A spill file could not be written: stop everything.
+            let _ = killpg(pgid, Signal::SIGKILL);
+            Err(err)
+        }
+    }
+}
+
+fn check_cwd(req: &RunRequest) -> ToolResult<()> {
+    let cwd = req.cwd();
+    match fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!("{}: not a directory", cwd.display()),
+        )),
+        Err(err) => Err(ToolError::from_io(&err, cwd)),
+    }
+}
+
+/// Reaps the shell on its own thread, so a returning caller never leaves a
+/// zombie behind. The status goes over the channel; closing `exit_writer`
+/// wakes the poll loop.
+fn spawn_waiter(
+    mut child: Child,
+    exit_writer: io::PipeWriter,
+    pgid: Pid,
+) -> ToolResult<Receiver<io::Result<ExitStatus>>> {
+    let (tx, rx) = mpsc::channel();
+    thread::Builder::new()
+        .name("bash-reaper".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let status = child.wait();
+            let _ = tx.send(status);
+            drop(exit_writer);
+        })
+        .map_err(|err| {
+            // The child went with the closure; at least stop the group.
+            let _ = killpg(pgid, Signal::SIGKILL);
+            ToolError::internal(format!("cannot start the reaper thread: {err}"))
+        })?;
+    Ok(rx)
+}
+
+struct Pump<'a> {
+    req: &'a RunRequest,
+    pgid: Pid,
+    namer: SpillNamer,
+    budget: usize,
+    out: Stream,
+    err: Stream,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    exit_reader: Option<PipeReader>,
+    exits: Receiver<io::Result<ExitStatus>>,
+    status: Option<ExitStatus>,
+    exited: bool,
+    kill: Option<Kill>,
+    reads_per_wake: usize,
+}
+
+impl Pump<'_> {
+    fn run(&mut self, cancel: &AtomicBool) -> ToolResult<()> {
+        let started = Instant::now();
+        let deadline = started + self.req.timeout();
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut settled_at: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+
+            if !self.exited && self.kill.is_none() && now >= deadline {
+                self.begin_kill(KillReason::Timeout, now);
+                settled_at = None;
+            }
+            if cancel.load(Ordering::Relaxed)
+                && !matches!(
+                    self.kill,
+                    Some(Kill {
+                        reason: KillReason::Cancelled,
+                        ..
+                    })
+                )
+            {
+                if self.exited && self.kill.is_none() {
+                    // The shell is done; leave its background jobs alone.
+                    self.kill = Some(Kill {
+                        reason: KillReason::Cancelled,
+                        started: now,
+                        grace: Duration::ZERO,
+                        sigkilled: true,
+                        group_gone: true,
+                    });
+                    return Ok(());
+                }
+                if self.kill.is_none() {
+                    settled_at = None;
+                }
+                self.begin_kill(KillReason::Cancelled, now);
+            }
+            self.advance_kill(now);
+
+            let settled = match &self.kill {
+                None => self.exited,
+                Some(kill) => {
+                    (self.exited && (kill.group_gone || kill.sigkilled))
+                        || now >= kill.started + kill.grace + REAP_LIMIT
+                }
+            };
+            let mut wait = if self.kill.is_some() {
+                KILL_POLL
+            } else {
+                CANCEL_POLL
+            };
+            if settled {
+                let since = *settled_at.get_or_insert(now);
+                let drain_end = since + DRAIN_GRACE;
+                if (self.stdout.is_none() && self.stderr.is_none()) || now >= drain_end {
+                    return Ok(());
+                }
+                wait = wait.min(drain_end - now);
+            } else if self.kill.is_none() {
+                wait = wait.min(deadline.saturating_duration_since(now));
+            }
+
+            self.poll_once(wait, &mut buf, now)?;
+        }
+    }
+
+    fn poll_once(&mut self, wait: Duration, buf: &mut [u8], now: Instant) -> ToolResult<()> {
+        // Round up so a wait never spins at 0 ms short of a deadline.
+        let mut ms = wait.as_micros().div_ceil(1000);
+        if ms == 0 && !wait.is_zero() {
+            ms = 1;
+        }
+        let timeout = PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX));
+        let (out_ready, err_ready, exit_ready) = {
+            let mut fds = Vec::with_capacity(3);
+            let mut slots = [None; 3];
+            if let Some(fd) = &self.stdout {
+                slots[0] = Some(fds.len());
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            if let Some(fd) = &self.stderr {
+                slots[1] = Some(fds.len());
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            if let Some(fd) = &self.exit_reader {
+                slots[2] = Some(fds.len());
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(err) => return Err(ToolError::internal(format!("poll failed: {err}"))),
+            }
+            let ready = |slot: Option<usize>| {
+                slot.and_then(|i| fds[i].revents())
+                    .is_some_and(|r| !r.is_empty())
+            };
+            (ready(slots[0]), ready(slots[1]), ready(slots[2]))
+        };
+
+        if out_ready {
+            self.read_stream(true, buf, now)?;
+        }
+        if err_ready {
+            self.read_stream(false, buf, now)?;
+        }
+        if exit_ready {
+            self.exit_reader = None;
+            self.exited = true;
+            match self.exits.try_recv() {
+                Ok(Ok(status)) => self.status = Some(status),
+                Ok(Err(err)) => {
+                    return Err(ToolError::internal(format!(
+                        "waiting for the shell failed: {err}"
+                    )));
+                }
+                Err(_) => {
+                    return Err(ToolError::internal(
+                        "the reaper thread ended without a status",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_stream(&mut self, is_out: bool, buf: &mut [u8], now: Instant) -> ToolResult<()> {
+        // Take what is buffered, a bounded number of reads per wake-up so
+        // the other stream and the clock get a turn.
+        for _ in 0..self.reads_per_wake {
+            let read = if is_out {
+                self.stdout.as_mut().map(|r| r.read(buf))
+            } else {
+                self.stderr.as_mut().map(|r| r.read(buf))
+            };
+            let n = match read {
+                None => return Ok(()),
+                Some(Ok(n)) => n,
+                Some(Err(err)) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Some(Err(err)) if err.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // A broken pipe reads as its end.
+                Some(Err(_)) => 0,
+            };
+            if n == 0 {
+                self.close(is_out);
+                return Ok(());
+            }
+            let req = self.req;
+            let stream = if is_out { &mut self.out } else { &mut self.err };
+            let pushed = stream
+                .push(&buf[..n], &mut self.budget, &self.namer)
+                .map_err(|err| {
+                    let dir = req.spill_display_dir().unwrap_or(req.spill_dir());
+                    ToolError::new(
+                        ErrorCode::IoError,
+                        format!("cannot write a spill file under {}: {err}", dir.display()),
+                    )
+                })?;
+            if pushed == Pushed::OverCeiling {
+                let name = stream.name();
+                self.close(is_out);
+                self.begin_kill(KillReason::OverCeiling(name), now);
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, is_out: bool) {
+        if is_out {
+            self.stdout = None;
+        } else {
+            self.stderr = None;
+        }
+    }
+
+    fn begin_kill(&mut self, reason: KillReason, now: Instant) {
+        if let Some(kill) = &mut self.kill {
+            // Already dying: the first reason stands, except that a
+            // cancellation is what the caller needs to hear about.
+            if reason == KillReason::Cancelled {
+                kill.reason = reason;
+                kill.grace = kill.grace.min(CANCEL_GRACE);
+            }
+            return;
+        }
+        let grace = if reason == KillReason::Cancelled {
+            CANCEL_GRACE
+        } else {
+            KILL_GRACE
+        };
+        let group_gone = matches!(killpg(self.pgid, Signal::SIGTERM), Err(Errno::ESRCH));
+        self.kill = Some(Kill {
+            reason,
+            started: now,
+            grace,
+            sigkilled: false,
+            group_gone,
+        });
+    }
+
+    fn advance_kill(&mut self, now: Instant) {
+        let Some(kill) = &mut self.kill else { return };
+        if kill.group_gone || kill.sigkilled {
+            return;
+        }
+        if !group_alive(self.pgid) {
+            kill.group_gone = true;
+        } else if now >= kill.started + kill.grace {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            kill.sigkilled = true;
+        }
+    }
+
+    fn finish(self) -> ToolResult<RunOutcome> {
+        let timeout = self.req.timeout();
+        let kill = self.kill.map(|k| k.reason);
+        let Pump {
+            out, err, status, ..
+        } = self;
+        let io_err = |err: io::Error| {
+            ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot write a spill file: {err}"),
+            )
+        };
+        let out = out.finish().map_err(io_err)?;
+        let err = err.finish().map_err(io_err)?;
+        let mut outcome = assemble(out, err, status);
+        let Some(reason) = kill else {
+            if status.is_none() {
+                return Err(ToolError::internal(
+                    "the shell ended without an exit status",
+                ));
+            }
+            return Ok(outcome);
+        };
+        let error = match reason {
+            KillReason::Timeout => {
+                outcome.timed_out = true;
+                ToolError::new(
+                    ErrorCode::Timeout,
+                    format!("command timed out after {} ms", timeout.as_millis()),
+                )
+            }
+            KillReason::OverCeiling(stream) => ToolError::new(
+                ErrorCode::OutputLimit,
+                format!("{stream} passed the output ceiling; the command was killed"),
+            ),
+            KillReason::Cancelled => {
+                ToolError::internal("command cancelled").with_field(CANCELLED_FIELD, true)
+            }
+        };
+        let mut error = error;
+        for (key, value) in outcome.fields() {
+            if matches!(key, "exit_code" | "signal") {
+                continue;
+            }
+            error = error.with_field(key, value);
+        }
+        Err(error)
+    }
+}
+
+/// Whether process group `pgid` still has a member that is not a zombie.
+///
+/// Signal 0 tells whether the group has members at all, but counts zombies:
+/// orphans of a killed shell are reaped by whoever adopts them, which may
+/// take a while. On Linux `/proc` tells zombies apart; elsewhere any member
+/// counts as alive and the `SIGKILL` escalation settles the matter.
+pub(crate) fn group_alive(pgid: Pid) -> bool {
+    if matches!(killpg(pgid, None), Err(Errno::ESRCH)) {
+        return false;
+    }
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return true;
+    };
+    let mut saw_any = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        saw_any = true;
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        if pgrp == Some(pgid.as_raw()) && state != Some("Z") && state != Some("X") {
+            return true;
+        }
+    }
+    // A /proc without processes is not procfs: assume the worst.
+    !saw_any
+}
+
+fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutcome {
+    let truncated = out.spill.is_some() || err.spill.is_some();
+    RunOutcome {
+        exit_code: status.and_then(|s| s.code()),
+        stdout: out.text,
+        stderr: err.text,
+        signal: status.and_then(|s| s.signal()).map(signal_name),
+        timed_out: false,
+        stdout_spill: out.spill,
+        stderr_spill: err.spill,
+        truncated,
+        lossy: out.lossy || err.lossy,
+    }
+}
+
+fn signal_name(number: i32) -> String {
+    match Signal::try_from(number) {
+        Ok(signal) => signal.as_str().to_owned(),
+        Err(_) => format!("signal {number}"),
+    }
+}
