@@ -55,7 +55,8 @@ enum Op {
     Remove {
         path: String,
         previous: Vec<u8>,
-        exec: Option<bool>,
+        /// The permission bits before, when the store has them.
+        mode: Option<u32>,
     },
     Rename {
         from: String,
@@ -67,11 +68,11 @@ enum Op {
         /// `None` when the file is created.
         previous: Option<Vec<u8>>,
     },
+    /// Sets or clears the executable bit (read-modify-write of the mode at
+    /// commit time, so the exact previous mode can be restored).
     SetExec {
         path: String,
         exec: bool,
-        /// The mode before, when known; `None` for a new file.
-        previous: Option<bool>,
     },
 }
 
@@ -100,6 +101,16 @@ fn store_err(path: &str) -> impl FnOnce(StoreError) -> PatchError + '_ {
 
 fn is_exec(mode: u32) -> bool {
     mode & 0o111 != 0
+}
+
+/// `mode` with the executable bits set (wherever read is allowed, like
+/// `chmod +x` under umask 022) or cleared.
+fn with_exec(mode: u32, exec: bool) -> u32 {
+    if exec {
+        mode | ((mode & 0o444) >> 2)
+    } else {
+        mode & !0o111
+    }
 }
 
 fn check_mode(path: &str, mode: Option<u32>) -> Result<(), PatchError> {
@@ -190,7 +201,6 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                     ops.push(Op::SetExec {
                         path: path.to_owned(),
                         exec: true,
-                        previous: None,
                     });
                 }
                 (Action::Created, path, None)
@@ -208,11 +218,11 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                     }
                     offsets = applied.offsets;
                 }
-                let exec = store.executable(path).map_err(store_err(path))?;
+                let mode = store.mode(path).map_err(store_err(path))?;
                 ops.push(Op::Remove {
                     path: path.to_owned(),
                     previous: data,
-                    exec,
+                    mode,
                 });
                 (Action::Deleted, path, None)
             }
@@ -229,11 +239,9 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                     });
                 }
                 if let Some((_, new)) = mode_change {
-                    let previous = store.executable(path).map_err(store_err(path))?;
                     ops.push(Op::SetExec {
                         path: path.to_owned(),
                         exec: is_exec(new),
-                        previous,
                     });
                 }
                 (Action::Modified, path, None)
@@ -243,7 +251,7 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let to = need(&fp.new_path, fp)?;
                 let data = read_text(store, from, has_hunks)?;
                 ensure_absent(store, to)?;
-                let exec_before = store.executable(from).map_err(store_err(from))?;
+                let exec_before = store.mode(from).map_err(store_err(from))?.map(is_exec);
                 let new_data = if has_hunks {
                     let applied = apply_hunks(to, &data, &fp.hunks)?;
                     offsets = applied.offsets;
@@ -267,7 +275,6 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                         ops.push(Op::SetExec {
                             path: to.to_owned(),
                             exec: is_exec(new),
-                            previous: exec_before,
                         });
                     }
                     Action::Renamed
@@ -282,7 +289,6 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                         ops.push(Op::SetExec {
                             path: to.to_owned(),
                             exec: true,
-                            previous: None,
                         });
                     }
                     Action::Copied
@@ -313,13 +319,13 @@ enum Undo<'a> {
     Restore {
         path: &'a str,
         data: &'a [u8],
-        exec: Option<bool>,
+        mode: Option<u32>,
     },
     Rename {
         from: &'a str,
         to: &'a str,
     },
-    SetExec(&'a str, bool),
+    SetMode(&'a str, u32),
 }
 
 fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), PatchError> {
@@ -329,12 +335,12 @@ fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), P
             Op::Remove {
                 path,
                 previous,
-                exec,
+                mode,
             } => store.remove(path).map(|()| {
                 undo.push(Undo::Restore {
                     path,
                     data: previous,
-                    exec: *exec,
+                    mode: *mode,
                 });
             }),
             Op::Rename { from, to } => store.rename(from, to).map(|()| {
@@ -349,26 +355,22 @@ fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), P
                     Some(prev) => Undo::Restore {
                         path,
                         data: prev,
-                        exec: None,
+                        mode: None,
                     },
                     None => Undo::Remove(path),
                 });
             }),
-            Op::SetExec {
-                path,
-                exec,
-                previous,
-            } => store.set_executable(path, *exec).map(|()| {
-                if let Some(prev) = previous {
-                    undo.push(Undo::SetExec(path, *prev));
-                }
-            }),
+            Op::SetExec { path, exec } => match store.mode(path) {
+                Ok(Some(mode)) => store.set_mode(path, with_exec(mode, *exec)).map(|()| {
+                    undo.push(Undo::SetMode(path, mode));
+                }),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
         };
         if let Err(source) = result {
             let path = match op {
-                Op::Remove { path, .. } | Op::Write { path, .. } | Op::SetExec { path, .. } => {
-                    path
-                }
+                Op::Remove { path, .. } | Op::Write { path, .. } | Op::SetExec { path, .. } => path,
                 Op::Rename { from, .. } => from,
             };
             let error = PatchError::Store {
@@ -381,20 +383,24 @@ fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), P
     Ok(())
 }
 
-fn rollback<S: FileStore + ?Sized>(store: &mut S, undo: Vec<Undo<'_>>, error: PatchError) -> PatchError {
+fn rollback<S: FileStore + ?Sized>(
+    store: &mut S,
+    undo: Vec<Undo<'_>>,
+    error: PatchError,
+) -> PatchError {
     let mut failed = Vec::new();
     for u in undo.into_iter().rev() {
         let (path, result) = match u {
             Undo::Remove(path) => (path, store.remove(path)),
-            Undo::Restore { path, data, exec } => (
+            Undo::Restore { path, data, mode } => (
                 path,
-                store.write(path, data).and_then(|()| match exec {
-                    Some(x) => store.set_executable(path, x),
+                store.write(path, data).and_then(|()| match mode {
+                    Some(m) => store.set_mode(path, m),
                     None => Ok(()),
                 }),
             ),
             Undo::Rename { from, to } => (from, store.rename(from, to)),
-            Undo::SetExec(path, x) => (path, store.set_executable(path, x)),
+            Undo::SetMode(path, m) => (path, store.set_mode(path, m)),
         };
         if let Err(e) = result {
             failed.push(format!("{path} ({e})"));

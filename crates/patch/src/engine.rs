@@ -121,7 +121,11 @@ impl Out {
 }
 
 /// Applies `hunks` (in order) to `original`.
-pub(crate) fn apply_hunks(path: &str, original: &[u8], hunks: &[Hunk]) -> Result<Applied, PatchError> {
+pub(crate) fn apply_hunks(
+    path: &str,
+    original: &[u8],
+    hunks: &[Hunk],
+) -> Result<Applied, PatchError> {
     let has_bom = original.starts_with(BOM);
     let (bom, body) = original.split_at(if has_bom { BOM.len() } else { 0 });
 
@@ -178,7 +182,10 @@ pub(crate) fn apply_hunks(path: &str, original: &[u8], hunks: &[Hunk]) -> Result
         let window = |p: usize| submod(prefix[p + k], mulmod(prefix[p], shift));
         let matches_at = |p: usize| {
             window(p) == pattern
-                && old.iter().enumerate().all(|(j, l)| key(content(p + j)) == key(l))
+                && old
+                    .iter()
+                    .enumerate()
+                    .all(|(j, l)| key(content(p + j)) == key(l))
                 && (!hunk.old_missing_newline || (p + k == n && last_unterminated))
         };
 
@@ -214,10 +221,7 @@ pub(crate) fn apply_hunks(path: &str, original: &[u8], hunks: &[Hunk]) -> Result
             return Err(fail(if cursor == 0 {
                 format!("the file has only {n} line(s)")
             } else {
-                format!(
-                    "only {} line(s) remain after the previous hunk",
-                    n - cursor
-                )
+                format!("only {} line(s) remain after the previous hunk", n - cursor)
             }));
         }
         let (lo, hi) = (cursor, n - k);

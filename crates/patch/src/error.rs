@@ -56,7 +56,9 @@ pub enum PatchError {
         path: String,
     },
     /// A hunk's old lines were not found in the file.
-    #[error("{path}: hunk #{hunk} ({header}) does not apply: {reason}; expected these lines:\n{expected}")]
+    #[error(
+        "{path}: hunk #{hunk} ({header}) does not apply: {reason}; expected these lines:\n{expected}"
+    )]
     HunkFailed {
         /// The file.
         path: String,
@@ -70,7 +72,9 @@ pub enum PatchError {
         expected: ExpectedLines,
     },
     /// A deletion's hunks do not remove the whole file.
-    #[error("{path}: deletion patch does not match the whole file ({remaining} line(s) would remain)")]
+    #[error(
+        "{path}: deletion patch does not match the whole file ({remaining} line(s) would remain)"
+    )]
     DeleteIncomplete {
         /// The file.
         path: String,

@@ -48,7 +48,7 @@
 //! file. A UTF-8 BOM is kept. Files with NUL bytes are not patched.
 //!
 //! Modes: a git `new mode` / `new file mode` sets or clears the executable
-//! bit through [`FileStore::set_executable`] (the directory store does it
+//! bit through [`FileStore::set_mode`] (the directory store does it
 //! on Unix; the memory store records it). Symbolic links and submodules are
 //! refused.
 #![deny(missing_docs)]

@@ -20,6 +20,9 @@ pub fn parse(input: impl AsRef<[u8]>) -> Result<Patch, PatchError> {
     Parser::new(input.as_ref()).run()
 }
 
+/// Names from a `---`/`+++` pair; `None` stands for `/dev/null`.
+type NamePair = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 struct Parser<'a> {
     lines: Vec<&'a [u8]>,
     pos: usize,
@@ -122,7 +125,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads a `--- name` / `+++ name` pair at the current position.
-    fn name_pair(&mut self) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), PatchError> {
+    fn name_pair(&mut self) -> Result<NamePair, PatchError> {
         let old_line = self.lineno();
         let old = header_name(&hdr(self.lines[self.pos])[4..], old_line)?;
         let new_line = old_line + 1;
@@ -202,7 +205,7 @@ impl<'a> Parser<'a> {
         let mut rename_to = None;
         let mut copy_from = None;
         let mut copy_to = None;
-        let mut header_names: Option<(Option<Vec<u8>>, Option<Vec<u8>>)> = None;
+        let mut header_names: Option<NamePair> = None;
 
         while let Some(raw) = self.peek() {
             let line = hdr(raw);
@@ -418,7 +421,12 @@ impl<'a> Parser<'a> {
             {
                 let n = self.lineno();
                 match hunk.lines.last().map(|l| l.kind) {
-                    None => return Err(err(n, "`\\ No newline at end of file` before any hunk line")),
+                    None => {
+                        return Err(err(
+                            n,
+                            "`\\ No newline at end of file` before any hunk line",
+                        ));
+                    }
                     Some(LineKind::Context) => {
                         hunk.old_missing_newline = true;
                         hunk.new_missing_newline = true;
@@ -465,7 +473,11 @@ impl<'a> Parser<'a> {
                     format!(
                         "hunk #{number} ({}) at line {header_line} has more {} lines than its header says",
                         hunk.header(),
-                        if old_side && old_left == 0 { "old" } else { "new" }
+                        if old_side && old_left == 0 {
+                            "old"
+                        } else {
+                            "new"
+                        }
                     ),
                 ));
             }
@@ -572,7 +584,9 @@ fn parse_mode(v: &[u8], n: usize) -> Result<u32, PatchError> {
 fn parse_percent(v: &[u8], n: usize) -> Result<u8, PatchError> {
     let s = v.strip_suffix(b"%").unwrap_or(v);
     match parse_number(s) {
-        Some((p, rest)) if rest.is_empty() && p <= 100 => u8::try_from(p).map_err(|_| bad_pct(v, n)),
+        Some((p, rest)) if rest.is_empty() && p <= 100 => {
+            u8::try_from(p).map_err(|_| bad_pct(v, n))
+        }
         _ => Err(bad_pct(v, n)),
     }
 }

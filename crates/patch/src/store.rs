@@ -85,30 +85,33 @@ pub trait FileStore {
     fn remove(&mut self, path: &str) -> Result<(), StoreError>;
 
     /// Moves the file at `from` to `to` (which does not exist), keeping its
-    /// bytes (and, where the store has them, its permissions).
+    /// bytes and, where the store has them, its permissions.
     ///
-    /// The default reads, writes and removes.
+    /// The default reads, writes, copies the mode and removes.
     fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
         let data = self.read(from)?;
-        let exec = self.executable(from)?;
+        let mode = self.mode(from)?;
         self.write(to, &data)?;
-        if let Some(exec) = exec {
-            self.set_executable(to, exec)?;
+        if let Some(mode) = mode {
+            self.set_mode(to, mode)?;
         }
         self.remove(from)
     }
 
-    /// Whether the file is executable; `None` when the store has no modes.
+    /// The file's Unix permission bits (`0o7777` at most), or `None` when
+    /// the store does not keep modes. The applier reads them to set or clear
+    /// the executable bit for git mode changes, and to restore a deleted
+    /// file's mode on rollback.
     ///
     /// The default returns `None`.
-    fn executable(&self, path: &str) -> Result<Option<bool>, StoreError> {
+    fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
         let _ = path;
         Ok(None)
     }
 
-    /// Sets or clears the executable bit. The default does nothing.
-    fn set_executable(&mut self, path: &str, executable: bool) -> Result<(), StoreError> {
-        let _ = (path, executable);
+    /// Sets the file's permission bits. The default does nothing.
+    fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
+        let _ = (path, mode);
         Ok(())
     }
 }
@@ -139,7 +142,7 @@ pub fn check_relative(path: &str) -> Result<(), StoreError> {
 /// - Removing (or renaming away) the last file of a directory removes that
 ///   directory and any parents left empty, up to the root (as `git apply`
 ///   does).
-/// - The executable bit is read and set on Unix; elsewhere modes are not
+/// - Permission bits are read and set on Unix; elsewhere modes are not
 ///   tracked.
 ///
 /// Paths are checked with [`check_relative`] only: this store does not
@@ -254,47 +257,38 @@ impl FileStore for DirStore {
         Ok(())
     }
 
-    fn executable(&self, path: &str) -> Result<Option<bool>, StoreError> {
+    fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
         let full = self.resolve(path)?;
         let meta = fs::metadata(full)?;
-        Ok(mode_executable(&meta))
+        Ok(permission_bits(&meta))
     }
 
-    fn set_executable(&mut self, path: &str, executable: bool) -> Result<(), StoreError> {
+    fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
         let full = self.resolve(path)?;
-        set_mode_executable(&full, executable)
+        set_permission_bits(&full, mode)
     }
 }
 
 #[cfg(unix)]
-fn mode_executable(meta: &fs::Metadata) -> Option<bool> {
+fn permission_bits(meta: &fs::Metadata) -> Option<u32> {
     use std::os::unix::fs::PermissionsExt;
-    Some(meta.permissions().mode() & 0o100 != 0)
+    Some(meta.permissions().mode() & 0o7777)
 }
 
 #[cfg(not(unix))]
-fn mode_executable(_meta: &fs::Metadata) -> Option<bool> {
+fn permission_bits(_meta: &fs::Metadata) -> Option<u32> {
     None
 }
 
 #[cfg(unix)]
-fn set_mode_executable(full: &Path, executable: bool) -> Result<(), StoreError> {
+fn set_permission_bits(full: &Path, mode: u32) -> Result<(), StoreError> {
     use std::os::unix::fs::PermissionsExt;
-    let mut perm = fs::metadata(full)?.permissions();
-    let mode = perm.mode();
-    let mode = if executable {
-        // Execute wherever read is allowed, like `chmod +x` under umask 022.
-        mode | ((mode & 0o444) >> 2)
-    } else {
-        mode & !0o111
-    };
-    perm.set_mode(mode);
-    fs::set_permissions(full, perm)?;
+    fs::set_permissions(full, fs::Permissions::from_mode(mode & 0o7777))?;
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn set_mode_executable(_full: &Path, _executable: bool) -> Result<(), StoreError> {
+fn set_permission_bits(_full: &Path, _mode: u32) -> Result<(), StoreError> {
     Ok(())
 }
 
@@ -320,7 +314,7 @@ fn sync_dir(dir: &Path) {
 }
 
 /// A store held in memory: file contents by path, plus the set of
-/// executable paths.
+/// executable paths (its modes are `0o755` for those, `0o644` otherwise).
 ///
 /// A path is a directory when some file lives under it (`dir/file`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -431,20 +425,24 @@ impl FileStore for MemoryStore {
         Ok(())
     }
 
-    fn executable(&self, path: &str) -> Result<Option<bool>, StoreError> {
+    fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
         check_relative(path)?;
         if !self.files.contains_key(path) {
             return Err(StoreError::NotFound);
         }
-        Ok(Some(self.executable.contains(path)))
+        Ok(Some(if self.executable.contains(path) {
+            0o755
+        } else {
+            0o644
+        }))
     }
 
-    fn set_executable(&mut self, path: &str, executable: bool) -> Result<(), StoreError> {
+    fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
         check_relative(path)?;
         if !self.files.contains_key(path) {
             return Err(StoreError::NotFound);
         }
-        if executable {
+        if mode & 0o111 != 0 {
             self.executable.insert(path.to_owned());
         } else {
             self.executable.remove(path);

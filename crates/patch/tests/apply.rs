@@ -1,8 +1,10 @@
 //! Applier tests: semantics, reports and every apply-time error.
+// Test helpers panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agent_tools_patch::{
     Action, DirStore, ErrorKind, FileStore, MemoryStore, PatchError, Report, StoreError,
-    apply, apply_patch, check, parse,
+    apply_patch, check, parse,
 };
 
 fn mem(files: &[(&str, &str)]) -> MemoryStore {
@@ -27,7 +29,11 @@ fn numbered(n: usize) -> String {
 #[test]
 fn modify_at_stated_line() {
     let mut s = mem(&[("f", "a\nb\nc\n")]);
-    let r = apply_patch("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n", &mut s).unwrap();
+    let r = apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "a\nB\nc\n");
     assert_eq!(r.to_string(), "M f (1 hunk)");
 }
@@ -43,17 +49,26 @@ fn offsets_are_found_and_reported() {
         @@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE 3\n line 4\n\
         @@ -24,3 +24,3 @@\n line 24\n-line 25\n+LINE 25\n line 26\n";
     let r = apply_patch(patch, &mut s).unwrap();
-    assert_eq!(r.to_string(), "M src/a.rs (2 hunks, hunk 1 applied at offset +3, hunk 2 applied at offset +1)");
+    assert_eq!(
+        r.to_string(),
+        "M src/a.rs (2 hunks, hunk 1 applied at offset +3, hunk 2 applied at offset +1)"
+    );
     assert_eq!(r.files[0].offsets[1].offset, 1);
     let out = get(&s, "src/a.rs");
-    assert!(out.contains("line 2\nLINE 3\nline 4\n") && out.contains("line 24\nLINE 25\nline 26\n"));
+    assert!(
+        out.contains("line 2\nLINE 3\nline 4\n") && out.contains("line 24\nLINE 25\nline 26\n")
+    );
 }
 
 #[test]
 fn negative_offset() {
     let text = numbered(20).replace("line 1\nline 2\nline 3\n", "");
     let mut s = mem(&[("f", &text)]);
-    let r = apply_patch("--- a/f\n+++ b/f\n@@ -10,3 +10,3 @@\n line 10\n-line 11\n+X\n line 12\n", &mut s).unwrap();
+    let r = apply_patch(
+        "--- a/f\n+++ b/f\n@@ -10,3 +10,3 @@\n line 10\n-line 11\n+X\n line 12\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(r.to_string(), "M f (1 hunk, hunk 1 applied at offset -3)");
     assert!(get(&s, "f").contains("line 10\nX\nline 12\n"));
 }
@@ -64,7 +79,11 @@ fn nearest_match_wins() {
     // nearest candidate (line 7, offset -1) wins over line 2 (-6) and 16 (+8).
     let text = "a\nb\nc\nx\nd\ne\nb\nc\nx\nh\ni\nj\nk\nl\nm\nb\nc\nx\ny\n";
     let mut s = mem(&[("f", text)]);
-    let r = apply_patch("--- a/f\n+++ b/f\n@@ -8,3 +8,3 @@\n b\n-c\n+C\n x\n", &mut s).unwrap();
+    let r = apply_patch(
+        "--- a/f\n+++ b/f\n@@ -8,3 +8,3 @@\n b\n-c\n+C\n x\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(r.files[0].offsets[0].offset, -1);
     assert_eq!(get(&s, "f"), text.replacen("e\nb\nc\n", "e\nb\nC\n", 1));
 }
@@ -72,7 +91,10 @@ fn nearest_match_wins() {
 #[test]
 fn hunks_may_not_go_backwards() {
     let mut s = mem(&[("f", "a\nb\nc\nd\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -3,1 +3,1 @@\n-c\n+C\n@@ -1,1 +1,1 @@\n-a\n+A\n");
+    let e = fails(
+        &mut s,
+        "--- a/f\n+++ b/f\n@@ -3,1 +3,1 @@\n-c\n+C\n@@ -1,1 +1,1 @@\n-a\n+A\n",
+    );
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
 }
 
@@ -86,8 +108,13 @@ fn hunk_failure_names_file_hunk_and_lines() {
     );
     assert_eq!(e.kind(), ErrorKind::PatchFailed);
     match &e {
-        PatchError::HunkFailed { path, hunk, header, .. } => {
-            assert_eq!((path.as_str(), *hunk, header.as_str()), ("src/a.rs", 2, "@@ -5,2 +5,2 @@"));
+        PatchError::HunkFailed {
+            path, hunk, header, ..
+        } => {
+            assert_eq!(
+                (path.as_str(), *hunk, header.as_str()),
+                ("src/a.rs", 2, "@@ -5,2 +5,2 @@")
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -108,7 +135,10 @@ fn hunk_failure_truncates_expected_lines() {
 #[test]
 fn no_fuzz_one_differing_line_fails() {
     let mut s = mem(&[("f", "a\nb\nc\nd\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n a\n-b\n+B\n c\n D\n");
+    let e = fails(
+        &mut s,
+        "--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n a\n-b\n+B\n c\n D\n",
+    );
     assert_eq!(e.kind(), ErrorKind::PatchFailed);
 }
 
@@ -116,7 +146,10 @@ fn no_fuzz_one_differing_line_fails() {
 fn leading_context_missing_anchors_to_start() {
     // A hunk with trailing context only and start line 1 must apply at the top.
     let mut s = mem(&[("f", "new top\nb\nc\nd\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n c\n");
+    let e = fails(
+        &mut s,
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n c\n",
+    );
     insta::assert_snapshot!(e.to_string());
 }
 
@@ -133,7 +166,11 @@ fn trailing_context_missing_anchors_to_end() {
 #[test]
 fn crlf_file_with_lf_patch_stays_crlf() {
     let mut s = mem(&[("f", "a\r\nb\r\nc\r\n")]);
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+B2\n c\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+B2\n c\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "a\r\nB\r\nB2\r\nc\r\n");
 }
 
@@ -157,7 +194,11 @@ fn crlf_patch_on_crlf_file_stays_crlf() {
 fn exact_patch_of_mixed_endings_is_exact() {
     // A diff tool's output for a file with mixed endings carries the CRs.
     let mut s = mem(&[("f", "a\r\nb\nc\r\n")]);
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\r\n-b\n+B\r\n c\r\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\r\n-b\n+B\r\n c\r\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "a\r\nB\r\nc\r\n");
 }
 
@@ -169,32 +210,55 @@ fn bom_is_kept() {
     // Replacing the first line keeps the BOM too, with or without it in the patch.
     apply_patch("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+z\n", &mut s).unwrap();
     assert_eq!(get(&s, "f"), "\u{feff}z\nc\n");
-    apply_patch("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-\u{feff}z\n+\u{feff}y\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-\u{feff}z\n+\u{feff}y\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "\u{feff}y\nc\n");
 }
 
 #[test]
 fn no_newline_at_end_both_ways() {
     let mut s = mem(&[("f", "a\nb")]);
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "a\nb\n");
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n\\ No newline at end of file\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n\\ No newline at end of file\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "a\nc");
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n-a\n+A\n+A2\n c\n\\ No newline at end of file\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n-a\n+A\n+A2\n c\n\\ No newline at end of file\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "A\nA2\nc");
 }
 
 #[test]
 fn no_newline_marker_must_match_file() {
     let mut s = mem(&[("f", "a\nb\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n");
+    let e = fails(
+        &mut s,
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n",
+    );
     assert_eq!(e.kind(), ErrorKind::PatchFailed);
 }
 
 #[test]
 fn no_newline_kept_on_crlf_file() {
     let mut s = mem(&[("f", "a\r\nb")]);
-    apply_patch("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n", &mut s).unwrap();
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n\\ No newline at end of file\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(get(&s, "f"), "A\r\nb");
 }
 
@@ -214,7 +278,10 @@ fn create_uses_lf_and_delete_checks_content() {
 #[test]
 fn delete_with_wrong_content_fails() {
     let mut s = mem(&[("old", "x\nchanged\n")]);
-    let e = fails(&mut s, "--- a/old\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x\n-y\n");
+    let e = fails(
+        &mut s,
+        "--- a/old\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x\n-y\n",
+    );
     assert_eq!(e.kind(), ErrorKind::PatchFailed);
 }
 
@@ -231,7 +298,11 @@ fn delete_not_covering_whole_file_fails() {
 #[test]
 fn delete_without_hunks_removes_file() {
     let mut s = mem(&[("empty", "")]);
-    let r = apply_patch("diff --git a/empty b/empty\ndeleted file mode 100644\nindex e69de29..0000000\n", &mut s).unwrap();
+    let r = apply_patch(
+        "diff --git a/empty b/empty\ndeleted file mode 100644\nindex e69de29..0000000\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(r.files[0].action, Action::Deleted);
     assert!(s.files.is_empty());
 }
@@ -247,7 +318,10 @@ fn rename_with_edit_and_pure_rename() {
         &mut s,
     )
     .unwrap();
-    assert_eq!(r.to_string(), "R a.txt -> sub/b.txt (1 hunk)\nR bin.dat -> moved.dat");
+    assert_eq!(
+        r.to_string(),
+        "R a.txt -> sub/b.txt (1 hunk)\nR bin.dat -> moved.dat"
+    );
     assert_eq!(get(&s, "sub/b.txt"), "1\ntwo\n3\n");
     assert_eq!(s.get("moved.dat"), Some(&b"\0\x01raw"[..]));
     assert!(s.executable.contains("moved.dat"));
@@ -274,10 +348,18 @@ fn copy_keeps_source_and_reads_original() {
 #[test]
 fn mode_change_in_memory_store_and_report() {
     let mut s = mem(&[("run.sh", "echo\n")]);
-    let r = apply_patch("diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n", &mut s).unwrap();
+    let r = apply_patch(
+        "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(r.to_string(), "M run.sh (mode 100644 -> 100755)");
     assert!(s.executable.contains("run.sh"));
-    apply_patch("diff --git a/run.sh b/run.sh\nold mode 100755\nnew mode 100644\n", &mut s).unwrap();
+    apply_patch(
+        "diff --git a/run.sh b/run.sh\nold mode 100755\nnew mode 100644\n",
+        &mut s,
+    )
+    .unwrap();
     assert!(!s.executable.contains("run.sh"));
 }
 
@@ -287,7 +369,11 @@ fn mode_change_in_dir_store() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("run.sh"), "echo\n").unwrap();
-    std::fs::set_permissions(dir.path().join("run.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("run.sh"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
     let mut store = DirStore::new(dir.path());
     apply_patch(
         "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\nindex 1..2\n--- a/run.sh\n+++ b/run.sh\n@@ -1 +1 @@\n-echo\n+echo hi\n\
@@ -295,10 +381,19 @@ fn mode_change_in_dir_store() {
         &mut store,
     )
     .unwrap();
-    let mode = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().permissions().mode() & 0o777;
+    let mode = |p: &str| {
+        std::fs::metadata(dir.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
     assert_eq!(mode("run.sh"), 0o755);
     assert_eq!(mode("new.sh"), 0o755);
-    assert_eq!(std::fs::read_to_string(dir.path().join("run.sh")).unwrap(), "echo hi\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("run.sh")).unwrap(),
+        "echo hi\n"
+    );
 }
 
 #[cfg(unix)]
@@ -309,7 +404,11 @@ fn dir_store_keeps_permissions_and_prunes_empty_dirs() {
     std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
     std::fs::write(dir.path().join("a/b/gone"), "x\n").unwrap();
     std::fs::write(dir.path().join("keep"), "k\n").unwrap();
-    std::fs::set_permissions(dir.path().join("keep"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("keep"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     let mut store = DirStore::new(dir.path());
     apply_patch(
         "--- a/a/b/gone\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n--- a/keep\n+++ b/keep\n@@ -1 +1 @@\n-k\n+K\n",
@@ -342,17 +441,26 @@ fn rename_onto_existing_path_is_refused() {
 #[test]
 fn path_named_twice_is_refused() {
     let mut s = mem(&[("f", "x\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n");
+    let e = fails(
+        &mut s,
+        "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n+y\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n",
+    );
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
     let mut s = mem(&[("a", "x\n"), ("b", "y\n")]);
-    let e = fails(&mut s, "diff --git a/a b/c\nrename from a\nrename to c\ndiff --git a/b b/c\nrename from b\nrename to c\n");
+    let e = fails(
+        &mut s,
+        "diff --git a/a b/c\nrename from a\nrename to c\ndiff --git a/b b/c\nrename from b\nrename to c\n",
+    );
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
 
 #[test]
 fn missing_file_is_not_found() {
     let mut s = mem(&[]);
-    let e = fails(&mut s, "--- a/missing.rs\n+++ b/missing.rs\n@@ -1 +1 @@\n-x\n+y\n");
+    let e = fails(
+        &mut s,
+        "--- a/missing.rs\n+++ b/missing.rs\n@@ -1 +1 @@\n-x\n+y\n",
+    );
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
 }
 
@@ -363,7 +471,11 @@ fn directory_is_not_a_file() {
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    let e = apply_patch("--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-x\n+y\n", &mut DirStore::new(dir.path())).unwrap_err();
+    let e = apply_patch(
+        "--- a/sub\n+++ b/sub\n@@ -1 +1 @@\n-x\n+y\n",
+        &mut DirStore::new(dir.path()),
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotAFile);
 }
 
@@ -378,17 +490,27 @@ fn nul_bytes_are_binary() {
 #[test]
 fn escaping_paths_are_refused() {
     let mut s = mem(&[]);
-    let e = fails(&mut s, "--- /dev/null\n+++ b/../outside\n@@ -0,0 +1 @@\n+x\n");
+    let e = fails(
+        &mut s,
+        "--- /dev/null\n+++ b/../outside\n@@ -0,0 +1 @@\n+x\n",
+    );
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
     let dir = tempfile::tempdir().unwrap();
-    let e = apply_patch("--- /dev/null\n+++ /etc/x\n@@ -0,0 +1 @@\n+x\n", &mut DirStore::new(dir.path())).unwrap_err();
+    let e = apply_patch(
+        "--- /dev/null\n+++ /etc/x\n@@ -0,0 +1 @@\n+x\n",
+        &mut DirStore::new(dir.path()),
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PathEscape);
 }
 
 #[test]
 fn symlinks_are_unsupported() {
     let mut s = mem(&[]);
-    let e = fails(&mut s, "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n");
+    let e = fails(
+        &mut s,
+        "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n",
+    );
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
 }
 
@@ -399,7 +521,10 @@ impl FileStore for Limited {
     fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
         let data = self.0.read(path)?;
         if data.len() > 4 {
-            return Err(StoreError::TooLarge { size: data.len() as u64, limit: 4 });
+            return Err(StoreError::TooLarge {
+                size: data.len() as u64,
+                limit: 4,
+            });
         }
         Ok(data)
     }
@@ -417,7 +542,11 @@ impl FileStore for Limited {
 #[test]
 fn store_errors_keep_their_class() {
     let mut s = Limited(mem(&[("big", "0123456789\n")]));
-    let e = apply_patch("--- a/big\n+++ b/big\n@@ -1 +1 @@\n-0123456789\n+x\n", &mut s).unwrap_err();
+    let e = apply_patch(
+        "--- a/big\n+++ b/big\n@@ -1 +1 @@\n-0123456789\n+x\n",
+        &mut s,
+    )
+    .unwrap_err();
     insta::assert_snapshot!(format!("[{}] {e}", e.kind().code()));
     assert_eq!(e.path(), Some("big"));
     // The trait's default rename works through read/write/remove.
@@ -437,7 +566,13 @@ fn check_is_a_dry_run() {
 
 #[test]
 fn report_display_is_one_line_per_file() {
-    let mut s = mem(&[("m", &numbered(10)), ("d", "x\n"), ("r", "y\n"), ("c", "z\n"), ("x.sh", "")]);
+    let mut s = mem(&[
+        ("m", &numbered(10)),
+        ("d", "x\n"),
+        ("r", "y\n"),
+        ("c", "z\n"),
+        ("x.sh", ""),
+    ]);
     let patch = "--- a/m\n+++ b/m\n@@ -1,2 +1,2 @@\n-line 1\n+L1\n line 2\n@@ -7,3 +7,3 @@\n line 8\n-line 9\n+L9\n line 10\n\
         --- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+n\n\
         --- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n\
@@ -463,7 +598,16 @@ fn error_kinds_have_stable_codes() {
     let codes: Vec<_> = kinds.iter().map(|k| k.code()).collect();
     assert_eq!(
         codes,
-        ["invalid_input", "patch_failed", "not_found", "not_a_file", "is_binary", "too_large", "path_escape", "io_error"]
+        [
+            "invalid_input",
+            "patch_failed",
+            "not_found",
+            "not_a_file",
+            "is_binary",
+            "too_large",
+            "path_escape",
+            "io_error"
+        ]
     );
 }
 
@@ -475,7 +619,11 @@ fn big_file_applies_in_linear_time() {
     text.push_str("anchor\nend\n");
     let mut s = mem(&[("big", &text)]);
     let start = std::time::Instant::now();
-    let r = apply_patch("--- a/big\n+++ b/big\n@@ -2,2 +2,2 @@\n anchor\n-end\n+END\n", &mut s).unwrap();
+    let r = apply_patch(
+        "--- a/big\n+++ b/big\n@@ -2,2 +2,2 @@\n anchor\n-end\n+END\n",
+        &mut s,
+    )
+    .unwrap();
     assert_eq!(r.files[0].offsets[0].offset, 199_999);
     assert!(get(&s, "big").ends_with("anchor\nEND\n"));
     assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());

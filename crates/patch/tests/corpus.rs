@@ -2,6 +2,8 @@
 //! `AGENT_TOOLS_PATCH_CORPUS`, holding `NNN/{patch.diff,before/,after/}`)
 //! through the directory store and the memory store, and compares the
 //! result with `after/` byte for byte.
+// Test helpers panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -52,8 +54,15 @@ fn corpus_reproduces_every_case() {
         for fp in &patch.files {
             use std::os::unix::fs::PermissionsExt;
             if let (Some(path), Some(mode)) = (&fp.new_path, fp.new_mode) {
-                let got = fs::metadata(tmp.path().join(path)).unwrap().permissions().mode();
-                assert_eq!(got & 0o100 != 0, mode & 0o100 != 0, "{name}: exec bit of {path}");
+                let got = fs::metadata(tmp.path().join(path))
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(
+                    got & 0o100 != 0,
+                    mode & 0o100 != 0,
+                    "{name}: exec bit of {path}"
+                );
             }
         }
 

@@ -1,6 +1,8 @@
 //! Fixture folders: `tests/fixtures/<case>/{before/,patch.diff,after/}`,
 //! applied through the directory store and the memory store and compared
 //! with `after/` as whole trees. The reports are snapshotted together.
+// Test helpers panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -33,15 +35,22 @@ fn fixtures_apply_to_whole_trees() {
 
         let tmp = tempfile::tempdir().unwrap();
         copy_tree(&case.join("before"), tmp.path());
-        let report = apply(&patch, &mut DirStore::new(tmp.path()))
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let report =
+            apply(&patch, &mut DirStore::new(tmp.path())).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_trees_equal(&name, &read_tree(tmp.path()), &want);
         #[cfg(unix)]
         for fp in &patch.files {
             use std::os::unix::fs::PermissionsExt;
             if let (Some(path), Some(mode)) = (&fp.new_path, fp.new_mode) {
-                let got = fs::metadata(tmp.path().join(path)).unwrap().permissions().mode();
-                assert_eq!(got & 0o100 != 0, mode & 0o100 != 0, "{name}: exec bit of {path}");
+                let got = fs::metadata(tmp.path().join(path))
+                    .unwrap()
+                    .permissions()
+                    .mode();
+                assert_eq!(
+                    got & 0o100 != 0,
+                    mode & 0o100 != 0,
+                    "{name}: exec bit of {path}"
+                );
             }
         }
 

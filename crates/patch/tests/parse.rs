@@ -1,4 +1,6 @@
 //! Parser tests: every header kind and every parse error, as snapshots.
+// Test helpers panic on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use agent_tools_patch::{ErrorKind, Operation, parse};
 
@@ -191,7 +193,8 @@ fn several_files_and_preamble_are_handled() {
 
 #[test]
 fn crlf_patch_is_parsed_like_lf() {
-    let lf = "diff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
+    let lf =
+        "diff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
     let crlf = lf.replace('\n', "\r\n");
     assert_eq!(parse(&crlf).unwrap(), parse(lf).unwrap());
 }
@@ -322,7 +325,9 @@ fn error_binary_files_differ() {
 
 #[test]
 fn error_bad_mode() {
-    insta::assert_snapshot!(error("diff --git a/f b/f\nold mode 100644\nnew mode 10x755\n"));
+    insta::assert_snapshot!(error(
+        "diff --git a/f b/f\nold mode 100644\nnew mode 10x755\n"
+    ));
 }
 
 #[test]
@@ -350,12 +355,19 @@ fn error_bad_quoted_name() {
 #[test]
 fn error_non_utf8_path() {
     let e = parse(b"--- a/\xff\n+++ b/\xff\n@@ -1 +1 @@\n-a\n+b\n".as_slice()).unwrap_err();
-    assert_eq!(e.to_string(), "invalid patch at line 1: path is not valid UTF-8");
+    assert_eq!(
+        e.to_string(),
+        "invalid patch at line 1: path is not valid UTF-8"
+    );
 }
 
 #[test]
 fn parse_errors_are_invalid_input() {
     for text in ["", "garbage", "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n"] {
-        assert_eq!(parse(text).unwrap_err().kind(), ErrorKind::InvalidInput, "{text:?}");
+        assert_eq!(
+            parse(text).unwrap_err().kind(),
+            ErrorKind::InvalidInput,
+            "{text:?}"
+        );
     }
 }

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -17,7 +18,10 @@ pub fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
