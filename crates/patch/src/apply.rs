@@ -138,7 +138,7 @@ fn read_text<S: FileStore + ?Sized>(
     has_hunks: bool,
 ) -> Result<Vec<u8>, PatchError> {
     let data = store.read(path).map_err(store_err(path))?;
-    if has_hunks && data.contains(&0) {
+    if has_hunks && memchr::memchr(0, &data).is_some() {
         return Err(PatchError::BinaryFile {
             path: path.to_owned(),
         });

@@ -129,17 +129,15 @@ pub(crate) fn apply_hunks(
     let has_bom = original.starts_with(BOM);
     let (bom, body) = original.split_at(if has_bom { BOM.len() } else { 0 });
 
-    let mut spans = Vec::new();
+    let mut spans = Vec::with_capacity(memchr::memchr_iter(b'\n', body).count() + 1);
     let mut start = 0;
-    for (i, &b) in body.iter().enumerate() {
-        if b == b'\n' {
-            spans.push(Span {
-                start,
-                content_end: i,
-                end: i + 1,
-            });
-            start = i + 1;
-        }
+    for i in memchr::memchr_iter(b'\n', body) {
+        spans.push(Span {
+            start,
+            content_end: i,
+            end: i + 1,
+        });
+        start = i + 1;
     }
     if start < body.len() {
         spans.push(Span {
@@ -153,14 +151,18 @@ pub(crate) fn apply_hunks(
     let raw = |i: usize| &body[spans[i].start..spans[i].end];
     let last_unterminated = spans.last().is_some_and(|s| s.content_end == s.end);
 
-    // prefix[i] = hash of lines[0..i]
-    let mut prefix = Vec::with_capacity(n + 1);
+    // prefix[i] = hash of lines[0..i], computed lazily: only a hunk that
+    // is not at its expected place needs it, and then only up to where the
+    // search reaches.
+    let mut prefix = Vec::new();
     prefix.push(0u64);
-    let mut h = 0;
-    for i in 0..n {
-        h = addmod(mulmod(h, BASE), line_hash(content(i)));
-        prefix.push(h);
-    }
+    let ensure_prefix = |prefix: &mut Vec<u64>, upto: usize| {
+        while prefix.len() <= upto {
+            let i = prefix.len() - 1;
+            let h = addmod(mulmod(prefix[i], BASE), line_hash(content(i)));
+            prefix.push(h);
+        }
+    };
 
     let mut out = Out {
         data: Vec::with_capacity(original.len() + original.len() / 8 + 64),
@@ -179,14 +181,15 @@ pub(crate) fn apply_hunks(
             .iter()
             .fold(0, |acc, l| addmod(mulmod(acc, BASE), line_hash(l)));
         let shift = powmod(BASE, k);
-        let window = |p: usize| submod(prefix[p + k], mulmod(prefix[p], shift));
-        let matches_at = |p: usize| {
-            window(p) == pattern
-                && old
-                    .iter()
-                    .enumerate()
-                    .all(|(j, l)| key(content(p + j)) == key(l))
+        let direct = |p: usize| {
+            old.iter()
+                .enumerate()
+                .all(|(j, l)| key(content(p + j)) == key(l))
                 && (!hunk.old_missing_newline || (p + k == n && last_unterminated))
+        };
+        let mut matches_at = |p: usize| {
+            ensure_prefix(&mut prefix, p + k);
+            submod(prefix[p + k], mulmod(prefix[p], shift)) == pattern && direct(p)
         };
 
         let expected = if k == 0 {
@@ -227,7 +230,7 @@ pub(crate) fn apply_hunks(
         let (lo, hi) = (cursor, n - k);
         let found = if must_begin || must_end {
             let p = if must_begin { 0 } else { hi };
-            let ok = p >= lo && p <= hi && (!must_end || p == hi) && matches_at(p);
+            let ok = p >= lo && p <= hi && (!must_end || p == hi) && direct(p);
             if !ok {
                 let place = if must_begin && must_end {
                     "as the whole file"
@@ -246,9 +249,9 @@ pub(crate) fn apply_hunks(
         } else {
             let center = (expected as isize).saturating_add(last_offset);
             let c = center.clamp(lo as isize, hi as isize) as usize;
-            let mut found = None;
+            let mut found = direct(c).then_some(c);
             let mut d = 0usize;
-            loop {
+            while found.is_none() {
                 let up = c.checked_add(d).filter(|p| *p <= hi);
                 let down = c.checked_sub(d).filter(|p| *p >= lo && d > 0);
                 if up.is_none() && down.is_none() {
