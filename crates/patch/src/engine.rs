@@ -364,3 +364,42 @@ pub(crate) fn apply_hunks(
         lines: out.lines,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(lines: &[&[u8]]) -> u64 {
+        lines
+            .iter()
+            .fold(0, |acc, l| addmod(mulmod(acc, BASE), line_hash(l)))
+    }
+
+    #[test]
+    fn window_hash_matches_direct_hash() {
+        let lines: Vec<&[u8]> = vec![b"a", b"b\r", b"", b"c", b"a", b"b"];
+        let mut prefix = vec![0u64];
+        for l in &lines {
+            let h = addmod(mulmod(*prefix.last().unwrap(), BASE), line_hash(l));
+            prefix.push(h);
+        }
+        for k in 0..=lines.len() {
+            let shift = powmod(BASE, k);
+            for p in 0..=lines.len() - k {
+                let window = submod(prefix[p + k], mulmod(prefix[p], shift));
+                assert_eq!(window, naive(&lines[p..p + k]), "p={p} k={k}");
+            }
+        }
+        // A trailing CR does not change a line's hash.
+        assert_eq!(line_hash(b"b\r"), line_hash(b"b"));
+    }
+
+    #[test]
+    fn modular_arithmetic_stays_reduced() {
+        let big = MOD - 1;
+        assert_eq!(mulmod(big, big), 1);
+        assert_eq!(addmod(big, 1), 0);
+        assert_eq!(submod(0, 1), big);
+        assert_eq!(powmod(2, 61), 1);
+    }
+}

@@ -55,13 +55,12 @@ impl<'a> Parser<'a> {
             .split_inclusive(|b| *b == b'\n')
             .map(|l| l.strip_suffix(b"\n").unwrap_or(l))
             .collect();
-        // A patch whose every line ends in CRLF was converted as a whole:
-        // drop one CR per line so content lines are what the diff tool wrote.
-        let crlf = !lines.is_empty()
-            && lines
-                .iter()
-                .enumerate()
-                .all(|(i, l)| l.ends_with(b"\r") || (i + 1 == lines.len() && l.is_empty()));
+        // A patch converted to CRLF as a whole has a CR on its hunk headers,
+        // which a diff tool never writes there (a CRLF file's lines carry
+        // their CR in the content lines only). Drop one CR from every line
+        // of such a patch, so its content lines are what the tool wrote.
+        let mut headers = lines.iter().filter(|l| l.starts_with(b"@@ -")).peekable();
+        let crlf = headers.peek().is_some() && headers.all(|l| l.ends_with(b"\r"));
         if crlf {
             for l in &mut lines {
                 *l = l.strip_suffix(b"\r").unwrap_or(l);
@@ -726,4 +725,44 @@ fn finish_path(name: Vec<u8>, prefix: Option<&[u8]>, n: usize) -> Result<String,
         return Err(err(n, "empty path; expected a file name"));
     }
     Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unquote_handles_escapes() {
+        let (name, rest) = unquote(br#""a\tb\"c\\d\303\251" tail"#, 1).unwrap();
+        assert_eq!(name, b"a\tb\"c\\d\xc3\xa9");
+        assert_eq!(rest, b" tail");
+        assert!(unquote(br#""\400""#, 1).is_err());
+        assert!(unquote(br#""open"#, 1).is_err());
+    }
+
+    #[test]
+    fn git_names_split() {
+        let split = |s: &str| {
+            let (a, b) = split_git_names(s.as_bytes(), 1).unwrap();
+            (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap())
+        };
+        assert_eq!(split("a/x y b/x y"), ("a/x y".into(), "b/x y".into()));
+        assert_eq!(split("a/old b/new"), ("a/old".into(), "b/new".into()));
+        assert_eq!(
+            split(r#""a/q\"" "b/q\"""#),
+            ("a/q\"".into(), "b/q\"".into())
+        );
+        assert_eq!(split(r#"a/p "b/q\tr""#), ("a/p".into(), "b/q\tr".into()));
+        assert!(split_git_names(b"", 1).is_err());
+    }
+
+    #[test]
+    fn hunk_header_ranges() {
+        assert_eq!(
+            parse_hunk_header(b"@@ -1 +2,0 @@ fn x", 1).unwrap(),
+            (1, 1, 2, 0, "fn x".to_owned())
+        );
+        assert!(parse_hunk_header(b"@@ -1 +2", 1).is_err());
+        assert!(parse_hunk_header(b"@@ -99999999999999999999999 +1 @@", 1).is_err());
+    }
 }

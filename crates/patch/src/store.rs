@@ -116,6 +116,30 @@ pub trait FileStore {
     }
 }
 
+impl<S: FileStore + ?Sized> FileStore for &mut S {
+    fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
+        (**self).read(path)
+    }
+    fn exists(&self, path: &str) -> Result<bool, StoreError> {
+        (**self).exists(path)
+    }
+    fn write(&mut self, path: &str, data: &[u8]) -> Result<(), StoreError> {
+        (**self).write(path, data)
+    }
+    fn remove(&mut self, path: &str) -> Result<(), StoreError> {
+        (**self).remove(path)
+    }
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        (**self).rename(from, to)
+    }
+    fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
+        (**self).mode(path)
+    }
+    fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
+        (**self).set_mode(path, mode)
+    }
+}
+
 /// Checks that `path` is a plain relative path: not empty, not absolute,
 /// no `..` components.
 pub fn check_relative(path: &str) -> Result<(), StoreError> {

@@ -371,3 +371,11 @@ fn parse_errors_are_invalid_input() {
         );
     }
 }
+
+#[test]
+fn crlf_patch_with_lf_trailer_is_still_crlf() {
+    // A mail client converted the patch to CRLF but the signature is LF.
+    let lf = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
+    let crlf = format!("{}-- \n2.43.0\n", lf.replace('\n', "\r\n"));
+    assert_eq!(parse(&crlf).unwrap(), parse(lf).unwrap());
+}
