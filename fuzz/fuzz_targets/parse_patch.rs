@@ -27,6 +27,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let before = store.clone();
     if apply(&patch, &mut store).is_err() {
-        assert_eq!(store, before, "a failed apply must leave the store unchanged");
+        assert_eq!(
+            store, before,
+            "a failed apply must leave the store unchanged"
+        );
     }
 });
