@@ -228,59 +228,52 @@ pub(crate) fn apply_hunks(
             }));
         }
         let (lo, hi) = (cursor, n - k);
-        let found = if must_begin || must_end {
-            let p = if must_begin { 0 } else { hi };
-            let ok = p >= lo && p <= hi && (!must_end || p == hi) && direct(p);
-            if !ok {
-                let place = if must_begin && must_end {
-                    "as the whole file"
-                } else if must_begin {
-                    "at the start of the file"
-                } else if hunk.old_missing_newline {
-                    "at the end of the file (without a final newline)"
-                } else {
-                    "at the end of the file"
-                };
-                return Err(fail(format!(
-                    "it has context on one side only, so it must match {place}, and the lines there differ"
-                )));
-            }
-            p
+        // A hunk with context on one side only was cut off by the start or
+        // end of the file: that place is tried first. Then, as for every
+        // hunk, the nearest exact match around the expected line.
+        let anchor = if must_begin {
+            Some(0)
+        } else if must_end {
+            Some(hi)
         } else {
-            let center = (expected as isize).saturating_add(last_offset);
-            let c = center.clamp(lo as isize, hi as isize) as usize;
-            let mut found = direct(c).then_some(c);
-            let mut d = 0usize;
-            while found.is_none() {
-                let up = c.checked_add(d).filter(|p| *p <= hi);
-                let down = c.checked_sub(d).filter(|p| *p >= lo && d > 0);
-                if up.is_none() && down.is_none() {
-                    break;
-                }
-                if let Some(p) = up
-                    && matches_at(p)
-                {
-                    found = Some(p);
-                    break;
-                }
-                if let Some(p) = down
-                    && matches_at(p)
-                {
-                    found = Some(p);
-                    break;
-                }
-                d += 1;
+            None
+        };
+        let center = (expected as isize).saturating_add(last_offset);
+        let c = center.clamp(lo as isize, hi as isize) as usize;
+        let mut found = anchor
+            .filter(|p| *p >= lo && direct(*p))
+            .or_else(|| direct(c).then_some(c));
+        let mut d = 0usize;
+        while found.is_none() {
+            let up = c.checked_add(d).filter(|p| *p <= hi);
+            let down = c.checked_sub(d).filter(|p| *p >= lo && d > 0);
+            if up.is_none() && down.is_none() {
+                break;
             }
-            match found {
-                Some(p) => p,
-                None => {
-                    return Err(fail(if cursor == 0 {
-                        "the expected lines were not found in the file".to_owned()
-                    } else {
-                        "the expected lines were not found after the previous hunk".to_owned()
-                    }));
-                }
+            if let Some(p) = up
+                && matches_at(p)
+            {
+                found = Some(p);
+                break;
             }
+            if let Some(p) = down
+                && matches_at(p)
+            {
+                found = Some(p);
+                break;
+            }
+            d += 1;
+        }
+        let Some(found) = found else {
+            let mut reason = if cursor == 0 {
+                "the expected lines were not found in the file".to_owned()
+            } else {
+                "the expected lines were not found after the previous hunk".to_owned()
+            };
+            if hunk.old_missing_newline {
+                reason.push_str(" (at its end, without a final newline)");
+            }
+            return Err(fail(reason));
         };
 
         // Line terminator for inserted lines.

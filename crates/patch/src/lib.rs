@@ -41,8 +41,9 @@
 //! Each hunk applies at its stated line or, if the file has moved, at the
 //! nearest position (searching down, then up, around the stated line plus
 //! the previous hunk's offset) where its old lines match exactly; no fuzz.
-//! A hunk with context on one side only is anchored to the start or end of
-//! the file. Hunks apply in order and may not overlap. Lines compare without
+//! A hunk with context on one side only (cut off by the start or end of the
+//! file) is tried at that end of the file first. Hunks apply in order and
+//! may not overlap. Lines compare without
 //! their terminators and one trailing carriage return, so an LF patch fits a
 //! CRLF file (and is written back with CRLF) and a CRLF patch fits an LF
 //! file. A UTF-8 BOM is kept. Files with NUL bytes are not patched.

@@ -143,8 +143,24 @@ fn no_fuzz_one_differing_line_fails() {
 }
 
 #[test]
-fn leading_context_missing_anchors_to_start() {
-    // A hunk with trailing context only and start line 1 must apply at the top.
+fn one_sided_context_prefers_the_file_start() {
+    // Trailing context only, stated at line 1: the top is tried first even
+    // though the stated line plus nothing would also be "nearest".
+    let mut s = mem(&[("f", "a\nb\nc\nx\na\nb\nc\n")]);
+    apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n c\n",
+        &mut s,
+    )
+    .unwrap();
+    assert_eq!(get(&s, "f"), "A\nb\nc\nx\na\nb\nc\n");
+    // When the top no longer matches, the hunk is searched for like any other.
+    let mut s = mem(&[("f", "new top\na\nb\nc\n")]);
+    let r = apply_patch(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+A\n b\n c\n",
+        &mut s,
+    )
+    .unwrap();
+    assert_eq!(r.to_string(), "M f (1 hunk, hunk 1 applied at offset +1)");
     let mut s = mem(&[("f", "new top\nb\nc\nd\n")]);
     let e = fails(
         &mut s,
@@ -154,13 +170,15 @@ fn leading_context_missing_anchors_to_start() {
 }
 
 #[test]
-fn trailing_context_missing_anchors_to_end() {
-    let mut s = mem(&[("f", "a\nb\nc\nd\n")]);
-    apply_patch("--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n c\n d\n+e\n", &mut s).unwrap();
-    assert_eq!(get(&s, "f"), "a\nb\nc\nd\ne\n");
+fn one_sided_context_prefers_the_file_end() {
+    // Leading context only: appended at the end, not after the nearer "c d".
+    let mut s = mem(&[("f", "c\nd\nx\nc\nd\n")]);
+    apply_patch("--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n c\n d\n+e\n", &mut s).unwrap();
+    assert_eq!(get(&s, "f"), "c\nd\nx\nc\nd\ne\n");
+    // A file that grew at the end: found by the search.
     let mut s = mem(&[("f", "a\nb\nc\nd\nmore\n")]);
-    let e = fails(&mut s, "--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n c\n d\n+e\n");
-    assert_eq!(e.kind(), ErrorKind::PatchFailed);
+    apply_patch("--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n c\n d\n+e\n", &mut s).unwrap();
+    assert_eq!(get(&s, "f"), "a\nb\nc\nd\ne\nmore\n");
 }
 
 #[test]
