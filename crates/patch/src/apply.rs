@@ -1,0 +1,417 @@
+//! Staging a whole patch in memory, then committing it all or nothing.
+
+use std::collections::BTreeSet;
+
+use crate::engine::apply_hunks;
+use crate::error::PatchError;
+use crate::model::{FilePatch, Operation, Patch};
+use crate::parse::parse;
+use crate::report::{Action, FileReport, Report};
+use crate::store::{FileStore, StoreError};
+
+/// Parses `text` and applies it to `store`; see [`apply`].
+///
+/// # Errors
+///
+/// As [`parse`] and [`apply`].
+pub fn apply_patch<S: FileStore + ?Sized>(
+    text: impl AsRef<[u8]>,
+    store: &mut S,
+) -> Result<Report, PatchError> {
+    let patch = parse(text)?;
+    apply(&patch, store)
+}
+
+/// Applies `patch` to `store`, all or nothing.
+///
+/// First every file block is validated and its result computed in memory
+/// (nothing is written if any block fails). Then the changes are written:
+/// deletions, then renames, then writes, then mode changes. If a write
+/// fails, the changes already made are undone in reverse order, restoring
+/// the exact bytes.
+///
+/// # Errors
+///
+/// Any [`PatchError`]; see [`PatchError::kind`] for the classes. When the
+/// undo itself fails, [`PatchError::RollbackFailed`] lists the paths that
+/// could not be restored.
+pub fn apply<S: FileStore + ?Sized>(patch: &Patch, store: &mut S) -> Result<Report, PatchError> {
+    let staged = stage(patch, &*store)?;
+    commit(&staged, store)?;
+    Ok(staged.report)
+}
+
+/// Validates `patch` against `store` and computes the report, without
+/// writing anything (a dry run of [`apply`]).
+///
+/// # Errors
+///
+/// The same staging errors [`apply`] would return.
+pub fn check<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Report, PatchError> {
+    Ok(stage(patch, store)?.report)
+}
+
+enum Op {
+    Remove {
+        path: String,
+        previous: Vec<u8>,
+        /// The permission bits before, when the store has them.
+        mode: Option<u32>,
+    },
+    Rename {
+        from: String,
+        to: String,
+    },
+    Write {
+        path: String,
+        data: Vec<u8>,
+        /// `None` when the file is created.
+        previous: Option<Vec<u8>>,
+    },
+    /// Sets or clears the executable bit (read-modify-write of the mode at
+    /// commit time, so the exact previous mode can be restored).
+    SetExec {
+        path: String,
+        exec: bool,
+    },
+}
+
+impl Op {
+    fn phase(&self) -> u8 {
+        match self {
+            Op::Remove { .. } => 0,
+            Op::Rename { .. } => 1,
+            Op::Write { .. } => 2,
+            Op::SetExec { .. } => 3,
+        }
+    }
+}
+
+struct Staged {
+    ops: Vec<Op>,
+    report: Report,
+}
+
+fn store_err(path: &str) -> impl FnOnce(StoreError) -> PatchError + '_ {
+    move |source| PatchError::Store {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn is_exec(mode: u32) -> bool {
+    mode & 0o111 != 0
+}
+
+/// `mode` with the executable bits set (wherever read is allowed, like
+/// `chmod +x` under umask 022) or cleared.
+fn with_exec(mode: u32, exec: bool) -> u32 {
+    if exec {
+        mode | ((mode & 0o444) >> 2)
+    } else {
+        mode & !0o111
+    }
+}
+
+fn check_mode(path: &str, mode: Option<u32>) -> Result<(), PatchError> {
+    let what = match mode.map(|m| m & 0o170_000) {
+        Some(0o120_000) => "a symbolic link",
+        Some(0o160_000) => "a submodule (gitlink)",
+        _ => return Ok(()),
+    };
+    Err(PatchError::Unsupported {
+        path: path.to_owned(),
+        what: what.to_owned(),
+    })
+}
+
+fn need<'a>(path: &'a Option<String>, fp: &FilePatch) -> Result<&'a str, PatchError> {
+    path.as_deref().ok_or_else(|| PatchError::Parse {
+        line: fp.line,
+        message: "file block is missing a path".to_owned(),
+    })
+}
+
+fn read_text<S: FileStore + ?Sized>(
+    store: &S,
+    path: &str,
+    has_hunks: bool,
+) -> Result<Vec<u8>, PatchError> {
+    let data = store.read(path).map_err(store_err(path))?;
+    if has_hunks && memchr::memchr(0, &data).is_some() {
+        return Err(PatchError::BinaryFile {
+            path: path.to_owned(),
+        });
+    }
+    Ok(data)
+}
+
+fn ensure_absent<S: FileStore + ?Sized>(store: &S, path: &str) -> Result<(), PatchError> {
+    if store.exists(path).map_err(store_err(path))? {
+        return Err(PatchError::AlreadyExists {
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, PatchError> {
+    // Structural checks first: no I/O until the patch is self-consistent.
+    let mut claimed = BTreeSet::new();
+    for fp in &patch.files {
+        let targets: Vec<&Option<String>> = match fp.operation {
+            Operation::Modify | Operation::Delete => vec![&fp.old_path],
+            Operation::Create | Operation::Copy => vec![&fp.new_path],
+            Operation::Rename => vec![&fp.old_path, &fp.new_path],
+        };
+        for t in targets {
+            let t = need(t, fp)?;
+            if !claimed.insert(t) {
+                return Err(PatchError::DuplicatePath {
+                    path: t.to_owned(),
+                    line: fp.line,
+                });
+            }
+        }
+        check_mode(fp.path(), fp.old_mode)?;
+        check_mode(fp.path(), fp.new_mode)?;
+    }
+
+    let mut ops = Vec::new();
+    let mut files = Vec::new();
+    for fp in &patch.files {
+        let has_hunks = !fp.hunks.is_empty();
+        let mode_change = match (fp.old_mode, fp.new_mode) {
+            (Some(a), Some(b)) if a != b && fp.operation != Operation::Create => Some((a, b)),
+            _ => None,
+        };
+        let mut offsets = Vec::new();
+        let (action, path, from) = match fp.operation {
+            Operation::Create => {
+                let path = need(&fp.new_path, fp)?;
+                ensure_absent(store, path)?;
+                let applied = apply_hunks(path, b"", &fp.hunks)?;
+                offsets = applied.offsets;
+                ops.push(Op::Write {
+                    path: path.to_owned(),
+                    data: applied.data,
+                    previous: None,
+                });
+                if fp.new_mode.is_some_and(is_exec) {
+                    ops.push(Op::SetExec {
+                        path: path.to_owned(),
+                        exec: true,
+                    });
+                }
+                (Action::Created, path, None)
+            }
+            Operation::Delete => {
+                let path = need(&fp.old_path, fp)?;
+                let data = read_text(store, path, has_hunks)?;
+                if has_hunks {
+                    let applied = apply_hunks(path, &data, &fp.hunks)?;
+                    if applied.lines > 0 {
+                        return Err(PatchError::DeleteIncomplete {
+                            path: path.to_owned(),
+                            remaining: applied.lines,
+                        });
+                    }
+                    offsets = applied.offsets;
+                }
+                let mode = store.mode(path).map_err(store_err(path))?;
+                ops.push(Op::Remove {
+                    path: path.to_owned(),
+                    previous: data,
+                    mode,
+                });
+                (Action::Deleted, path, None)
+            }
+            Operation::Modify => {
+                let path = need(&fp.old_path, fp)?;
+                let data = read_text(store, path, has_hunks)?;
+                if has_hunks {
+                    let applied = apply_hunks(path, &data, &fp.hunks)?;
+                    offsets = applied.offsets;
+                    ops.push(Op::Write {
+                        path: path.to_owned(),
+                        data: applied.data,
+                        previous: Some(data),
+                    });
+                }
+                if let Some((_, new)) = mode_change {
+                    ops.push(Op::SetExec {
+                        path: path.to_owned(),
+                        exec: is_exec(new),
+                    });
+                }
+                (Action::Modified, path, None)
+            }
+            Operation::Rename | Operation::Copy => {
+                let from = need(&fp.old_path, fp)?;
+                let to = need(&fp.new_path, fp)?;
+                let data = read_text(store, from, has_hunks)?;
+                ensure_absent(store, to)?;
+                let exec_before = store.mode(from).map_err(store_err(from))?.map(is_exec);
+                let new_data = if has_hunks {
+                    let applied = apply_hunks(to, &data, &fp.hunks)?;
+                    offsets = applied.offsets;
+                    Some(applied.data)
+                } else {
+                    None
+                };
+                let action = if fp.operation == Operation::Rename {
+                    ops.push(Op::Rename {
+                        from: from.to_owned(),
+                        to: to.to_owned(),
+                    });
+                    if let Some(new_data) = new_data {
+                        ops.push(Op::Write {
+                            path: to.to_owned(),
+                            data: new_data,
+                            previous: Some(data),
+                        });
+                    }
+                    if let Some((_, new)) = mode_change {
+                        ops.push(Op::SetExec {
+                            path: to.to_owned(),
+                            exec: is_exec(new),
+                        });
+                    }
+                    Action::Renamed
+                } else {
+                    ops.push(Op::Write {
+                        path: to.to_owned(),
+                        data: new_data.unwrap_or(data),
+                        previous: None,
+                    });
+                    let exec = fp.new_mode.map(is_exec).or(exec_before);
+                    if exec == Some(true) {
+                        ops.push(Op::SetExec {
+                            path: to.to_owned(),
+                            exec: true,
+                        });
+                    }
+                    Action::Copied
+                };
+                (action, to, Some(from.to_owned()))
+            }
+        };
+        files.push(FileReport {
+            action,
+            path: path.to_owned(),
+            from,
+            hunks: fp.hunks.len(),
+            offsets,
+            mode_change,
+        });
+    }
+    // Deletions first (so a directory can become a file), then renames,
+    // writes and modes; the sort is stable, so patch order holds within a phase.
+    ops.sort_by_key(Op::phase);
+    Ok(Staged {
+        ops,
+        report: Report { files },
+    })
+}
+
+enum Undo<'a> {
+    Remove(&'a str),
+    Restore {
+        path: &'a str,
+        data: &'a [u8],
+        mode: Option<u32>,
+    },
+    Rename {
+        from: &'a str,
+        to: &'a str,
+    },
+    SetMode(&'a str, u32),
+}
+
+fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), PatchError> {
+    let mut undo = Vec::with_capacity(staged.ops.len());
+    for op in &staged.ops {
+        let result = match op {
+            Op::Remove {
+                path,
+                previous,
+                mode,
+            } => store.remove(path).map(|()| {
+                undo.push(Undo::Restore {
+                    path,
+                    data: previous,
+                    mode: *mode,
+                });
+            }),
+            Op::Rename { from, to } => store.rename(from, to).map(|()| {
+                undo.push(Undo::Rename { from: to, to: from });
+            }),
+            Op::Write {
+                path,
+                data,
+                previous,
+            } => store.write(path, data).map(|()| {
+                undo.push(match previous {
+                    Some(prev) => Undo::Restore {
+                        path,
+                        data: prev,
+                        mode: None,
+                    },
+                    None => Undo::Remove(path),
+                });
+            }),
+            Op::SetExec { path, exec } => match store.mode(path) {
+                Ok(Some(mode)) => store.set_mode(path, with_exec(mode, *exec)).map(|()| {
+                    undo.push(Undo::SetMode(path, mode));
+                }),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(source) = result {
+            let path = match op {
+                Op::Remove { path, .. } | Op::Write { path, .. } | Op::SetExec { path, .. } => path,
+                Op::Rename { from, .. } => from,
+            };
+            let error = PatchError::Store {
+                path: path.clone(),
+                source,
+            };
+            return Err(rollback(store, undo, error));
+        }
+    }
+    Ok(())
+}
+
+fn rollback<S: FileStore + ?Sized>(
+    store: &mut S,
+    undo: Vec<Undo<'_>>,
+    error: PatchError,
+) -> PatchError {
+    let mut failed = Vec::new();
+    for u in undo.into_iter().rev() {
+        let (path, result) = match u {
+            Undo::Remove(path) => (path, store.remove(path)),
+            Undo::Restore { path, data, mode } => (
+                path,
+                store.write(path, data).and_then(|()| match mode {
+                    Some(m) => store.set_mode(path, m),
+                    None => Ok(()),
+                }),
+            ),
+            Undo::Rename { from, to } => (from, store.rename(from, to)),
+            Undo::SetMode(path, m) => (path, store.set_mode(path, m)),
+        };
+        if let Err(e) = result {
+            failed.push(format!("{path} ({e})"));
+        }
+    }
+    if failed.is_empty() {
+        error
+    } else {
+        PatchError::RollbackFailed {
+            source: Box::new(error),
+            failed,
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Parses arbitrary bytes as a patch and, when that succeeds, applies it to
+//! an in-memory store whose files hold the hunks' old lines (so the engine
+//! runs, not just the lookups). Run with `cargo +nightly fuzz run parse_patch`.
+#![no_main]
+
+use agent_tools_patch::{LineKind, MemoryStore, apply, parse};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(patch) = parse(data) else {
+        return;
+    };
+    let mut store = MemoryStore::new();
+    for fp in &patch.files {
+        if let Some(path) = &fp.old_path {
+            let mut content = Vec::new();
+            for hunk in &fp.hunks {
+                for line in &hunk.lines {
+                    if line.kind != LineKind::Insert {
+                        content.extend_from_slice(&line.content);
+                        content.push(b'\n');
+                    }
+                }
+            }
+            store.insert(path.clone(), content);
+        }
+    }
+    let before = store.clone();
+    if apply(&patch, &mut store).is_err() {
+        assert_eq!(
+            store, before,
+            "a failed apply must leave the store unchanged"
+        );
+    }
+});
