@@ -104,8 +104,10 @@ pub(crate) fn replace(
     guard.disarm();
     drop(guard);
 
-    // The content is in place; flushing the directory makes the rename durable.
-    dir.into_std_file().sync_all().map_err(|err| {
+    // The content is in place; flushing the directory makes the rename
+    // durable. The handle itself may be path-only, so open the directory
+    // again, for reading, to flush it.
+    sync_dir(&dir).map_err(|err| {
         ToolError::new(
             ErrorCode::IoError,
             format!(
@@ -125,6 +127,12 @@ pub(crate) fn refuse_read_only(path: &ConfinedPath, meta: &Metadata) -> ToolResu
         ));
     }
     Ok(())
+}
+
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    dir.open_with(".", &options)?.into_std().sync_all()
 }
 
 fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, cap_std::fs::File)> {

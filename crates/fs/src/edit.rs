@@ -85,6 +85,7 @@ impl FileTools {
         for (index, edit) in edits.iter().enumerate() {
             let text = current.as_deref().unwrap_or(original);
             let (edited, outcome) = matching::apply(text, edit, ending, path.display())
+                .map_err(|err| earlier_edits_note(err, index, original, edit, ending))
                 .map_err(|err| err.with_prefix(prefix(index)))?;
             current = Some(edited);
             outcomes.push(outcome);
@@ -191,6 +192,33 @@ impl FileTools {
             Some(&loaded.meta),
         )
     }
+}
+
+/// A `no_match` after other edits of the same call may come from those
+/// edits having changed the text; say so when old_string was in the file.
+fn earlier_edits_note(
+    err: ToolError,
+    index: usize,
+    original: &str,
+    edit: &Edit<'_>,
+    ending: LineEnding,
+) -> ToolError {
+    if err.code() != ErrorCode::NoMatch || index == 0 {
+        return err;
+    }
+    let old = ending.apply(edit.old);
+    if memchr::memmem::find(original.as_bytes(), old.as_bytes()).is_none() {
+        return err;
+    }
+    let earlier = if index == 1 {
+        "edit 1 of this call".to_string()
+    } else {
+        format!("edits 1 to {index} of this call")
+    };
+    let note = format!(
+        "\nold_string is in the file as it was before this call, so {earlier} changed it (each edit applies to the result of the ones before)"
+    );
+    ToolError::new(err.code(), format!("{}{note}", err.message()))
 }
 
 fn edit_of(spec: &EditSpec) -> Edit<'_> {

@@ -29,6 +29,8 @@ pub(crate) fn no_match_notes(text: &str, old: &str) -> Vec<String> {
         if let (Some(at), None) = (found.next(), found.next()) {
             let line = line_numbers(text, [at]).first().copied().unwrap_or(1);
             note.push_str(&format!(" Without them it matches at line {line}."));
+            notes.push(note);
+            return notes;
         }
         notes.push(note);
     }
@@ -109,6 +111,7 @@ impl Close<'_> {
                 .count();
             match differing {
                 0 => "it differs in its line breaks".to_string(),
+                _ if old_lines.len() == 1 => "the line differs".to_string(),
                 1 if old_lines.len() > 1 => {
                     let which = old_lines
                         .iter()
@@ -116,6 +119,9 @@ impl Close<'_> {
                         .position(|(o, f)| o.trim_end_matches('\r') != f.trim_end_matches('\r'))
                         .map_or(1, |i| i + 1);
                     format!("line {which} of old_string differs")
+                }
+                n if n == old_lines.len() => {
+                    format!("all {n} lines of old_string differ")
                 }
                 n if old_lines.len() > 1 => {
                     format!("{n} of the {} lines of old_string differ", old_lines.len())

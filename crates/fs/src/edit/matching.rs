@@ -461,21 +461,49 @@ fn common_indent<'s>(lines: impl IntoIterator<Item = &'s str>) -> &'s str {
     common.unwrap_or("")
 }
 
-/// How new_string's indentation is rewritten to fit the matched region.
+/// How new_string's indentation is rewritten to fit the matched region:
+/// each line's leading `from` becomes `to`, and the indentation after it is
+/// converted between spaces and tabs when the file uses the other kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Reindent {
-    /// Leave new_string as it is.
-    Keep,
-    /// Replace the leading `from` of each line by `to`.
-    Swap { from: String, to: String },
-    /// Rewrite leading spaces as tabs (`to_tabs`) or tabs as spaces, `width`
-    /// spaces to a tab.
-    Convert { width: usize, to_tabs: bool },
+struct Reindent {
+    from: String,
+    to: String,
+    convert: Option<Convert>,
+}
+
+/// Rewrite leading spaces as tabs (`to_tabs`) or tabs as spaces, `width`
+/// spaces to a tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Convert {
+    width: usize,
+    to_tabs: bool,
 }
 
 impl Reindent {
+    /// Leave new_string as it is.
+    fn keep() -> Reindent {
+        Reindent {
+            from: String::new(),
+            to: String::new(),
+            convert: None,
+        }
+    }
+
+    fn swap(from: &str, to: &str) -> Reindent {
+        Reindent {
+            from: from.to_string(),
+            to: to.to_string(),
+            convert: None,
+        }
+    }
+
+    fn is_keep(&self) -> bool {
+        self.from == self.to && self.convert.is_none()
+    }
+
     /// How `old` lines relate to the file lines they matched, judged on the
-    /// lines that are not blank.
+    /// lines that are not blank: a common indent swapped for another, then
+    /// what is left either equal or the same depth in the other kind.
     fn between(old: &[&str], file: &[&str]) -> Reindent {
         let pairs: Vec<(&str, &str)> = old
             .iter()
@@ -484,53 +512,51 @@ impl Reindent {
             .map(|(o, f)| (indent_of(o), indent_of(f)))
             .collect();
         if pairs.is_empty() {
-            return Reindent::Keep;
+            return Reindent::keep();
         }
         let from = common_indent_of(pairs.iter().map(|p| p.0));
         let to = common_indent_of(pairs.iter().map(|p| p.1));
-        if pairs.iter().all(|(o, f)| o[from.len()..] == f[to.len()..]) {
-            return if from == to {
-                Reindent::Keep
-            } else {
-                Reindent::Swap {
+        let rest: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(o, f)| (&o[from.len()..], &f[to.len()..]))
+            .collect();
+        if rest.iter().all(|(o, f)| o == f) {
+            return Reindent::swap(from, to);
+        }
+        let only = |text: &str, byte: u8| text.bytes().all(|b| b == byte);
+        for to_tabs in [true, false] {
+            // (spaces, tabs) of each pair, whichever side has which.
+            let counts: Option<Vec<(usize, usize)>> = rest
+                .iter()
+                .map(|&(o, f)| {
+                    let (spaces, tabs) = if to_tabs { (o, f) } else { (f, o) };
+                    (only(spaces, b' ') && only(tabs, b'\t')).then_some((spaces.len(), tabs.len()))
+                })
+                .collect();
+            let Some(counts) = counts else {
+                continue;
+            };
+            let width = counts
+                .iter()
+                .find(|(_, tabs)| *tabs > 0)
+                .map(|(spaces, tabs)| spaces / tabs)
+                .filter(|&w| w > 0);
+            let Some(width) = width else {
+                continue;
+            };
+            if counts.iter().all(|&(spaces, tabs)| spaces == width * tabs) {
+                return Reindent {
                     from: from.to_string(),
                     to: to.to_string(),
-                }
-            };
-        }
-        for to_tabs in [true, false] {
-            let (spaces, tabs): (Vec<&str>, Vec<&str>) = if to_tabs {
-                pairs.iter().copied().unzip()
-            } else {
-                let (t, s) = pairs.iter().copied().unzip();
-                (s, t)
-            };
-            if !spaces.iter().all(|s| s.bytes().all(|b| b == b' '))
-                || !tabs.iter().all(|t| t.bytes().all(|b| b == b'\t'))
-            {
-                continue;
-            }
-            let width = spaces
-                .iter()
-                .zip(&tabs)
-                .find(|(_, t)| !t.is_empty())
-                .map(|(s, t)| s.len() / t.len());
-            let Some(width) = width.filter(|&w| w > 0) else {
-                continue;
-            };
-            if spaces
-                .iter()
-                .zip(&tabs)
-                .all(|(s, t)| s.len() == width * t.len())
-            {
-                return Reindent::Convert { width, to_tabs };
+                    convert: Some(Convert { width, to_tabs }),
+                };
             }
         }
-        Reindent::Keep
+        Reindent::keep()
     }
 
     fn apply<'a>(&self, new: &'a str) -> Cow<'a, str> {
-        if *self == Reindent::Keep {
+        if self.is_keep() {
             return Cow::Borrowed(new);
         }
         let mut out = String::with_capacity(new.len() + 16);
@@ -542,29 +568,28 @@ impl Reindent {
                 out.push_str(line);
                 continue;
             }
-            match self {
-                Reindent::Keep => out.push_str(line),
-                Reindent::Swap { from, to } => {
-                    let strip = common_prefix(line, from).len();
-                    out.push_str(to);
-                    out.push_str(&line[strip..]);
+            let line = &line[common_prefix(line, &self.from).len()..];
+            out.push_str(&self.to);
+            let indent = indent_of(line);
+            match self.convert {
+                Some(Convert {
+                    width,
+                    to_tabs: true,
+                }) if indent.bytes().all(|b| b == b' ') => {
+                    out.push_str(&"\t".repeat(indent.len() / width));
+                    out.push_str(&" ".repeat(indent.len() % width));
                 }
-                Reindent::Convert { width, to_tabs } => {
-                    let indent = indent_of(line);
-                    let rest = &line[indent.len()..];
-                    if *to_tabs && indent.bytes().all(|b| b == b' ') {
-                        out.push_str(&"\t".repeat(indent.len() / width));
-                        out.push_str(&" ".repeat(indent.len() % width));
-                    } else if !*to_tabs {
-                        let tabs = indent.bytes().take_while(|&b| b == b'\t').count();
-                        out.push_str(&" ".repeat(tabs * width));
-                        out.push_str(&indent[tabs..]);
-                    } else {
-                        out.push_str(indent);
-                    }
-                    out.push_str(rest);
+                Some(Convert {
+                    width,
+                    to_tabs: false,
+                }) => {
+                    let tabs = indent.bytes().take_while(|&b| b == b'\t').count();
+                    out.push_str(&" ".repeat(tabs * width));
+                    out.push_str(&indent[tabs..]);
                 }
+                _ => out.push_str(indent),
             }
+            out.push_str(&line[indent.len()..]);
         }
         Cow::Owned(out)
     }
@@ -660,14 +685,7 @@ fn indentation_match(old: &[&str], file: &[&str], old_indent: &str) -> Option<Re
     if !same {
         return None;
     }
-    Some(if old_indent == file_indent {
-        Reindent::Keep
-    } else {
-        Reindent::Swap {
-            from: old_indent.to_string(),
-            to: file_indent.to_string(),
-        }
-    })
+    Some(Reindent::swap(old_indent, file_indent))
 }
 
 // ---------------------------------------------------------------------------
@@ -912,14 +930,17 @@ mod tests {
     fn reindent_between_detects_unit_conversion() {
         let r = Reindent::between(&["    a", "        b"], &["\ta", "\t\tb"]);
         assert_eq!(
-            r,
-            Reindent::Convert {
+            r.convert,
+            Some(Convert {
                 width: 4,
                 to_tabs: true
-            }
+            })
         );
         assert_eq!(r.apply("    x\n        y\n      z"), "\tx\n\t\ty\n\t  z");
         let r = Reindent::between(&["\ta", "\t\tb"], &["  a", "    b"]);
         assert_eq!(r.apply("\tx\n\t\ty"), "  x\n    y");
+        // A missing base indent and a change of kind at once.
+        let r = Reindent::between(&["a {", "    b", "}"], &["\ta {", "\t\tb", "\t}"]);
+        assert_eq!(r.apply("a {\n    c\n\n}"), "\ta {\n\t\tc\n\n\t}");
     }
 }
