@@ -42,8 +42,11 @@ fn round_trip(
     multi: bool,
 ) -> Result<(), TestCaseError> {
     let text = render(&lines, crlf, final_break);
+    // Where old_string may start or end: character boundaries, but never
+    // inside a CRLF pair, which is one line break.
+    let splits = |at: usize| at > 0 && text[..at].ends_with('\r') && text[at..].starts_with('\n');
     let boundaries: Vec<usize> = (0..=text.len())
-        .filter(|&i| text.is_char_boundary(i))
+        .filter(|&i| text.is_char_boundary(i) && !splits(i))
         .collect();
     prop_assume!(boundaries.len() > 1);
     let from = boundaries[start.index(boundaries.len() - 1)];
@@ -93,7 +96,11 @@ fn round_trip(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        max_global_rejects: 100_000,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn edit_then_inverse_restores_the_bytes(
