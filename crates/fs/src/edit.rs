@@ -16,25 +16,22 @@ use cap_std::fs::Metadata;
 
 use crate::{EditFileArgs, EditSpec, FileTools, MultiEditArgs, atomic};
 
+mod batch;
 mod hint;
 mod matching;
 
-use matching::{Edit, Outcome};
+use matching::Edit;
 
 /// A file loaded for editing.
 struct Loaded {
-    bytes: Vec<u8>,
-    /// Length of the UTF-8 byte-order mark, 0 or 3.
-    bom: usize,
+    /// The text after the byte-order mark.
+    text: String,
+    /// Whether the file starts with a UTF-8 byte-order mark.
+    bom: bool,
     meta: Metadata,
 }
 
-impl Loaded {
-    fn text(&self) -> &str {
-        // Validated as UTF-8 when loaded.
-        std::str::from_utf8(&self.bytes[self.bom..]).unwrap_or_default()
-    }
-}
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl FileTools {
     /// Replaces `old_string` with `new_string` in one file. See the crate docs
@@ -52,10 +49,9 @@ impl FileTools {
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
 
         let loaded = self.load_for_edit(&path)?;
-        let text = loaded.text();
-        let ending = ending_for(text, [&edit]);
-        let (edited, outcome) = matching::apply(text, &edit, ending, path.display())?;
-        self.store(&path, &loaded, &edited)?;
+        let ending = ending_for(&loaded.text, [&edit]);
+        let (edited, outcome) = matching::apply(&loaded.text, &edit, ending, path.display())?;
+        self.store(&path, &loaded, &[edited.as_bytes()])?;
         Ok(format!("edited {path}: {}", outcome.describe()))
     }
 
@@ -77,21 +73,16 @@ impl FileTools {
         let lock = self.write_locks.lock_for(path.abs());
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
 
-        let loaded = self.load_for_edit(&path)?;
-        let original = loaded.text();
-        let ending = ending_for(original, &edits);
-        let mut current: Option<String> = None;
-        let mut outcomes: Vec<Outcome> = Vec::with_capacity(total);
-        for (index, edit) in edits.iter().enumerate() {
-            let text = current.as_deref().unwrap_or(original);
-            let (edited, outcome) = matching::apply(text, edit, ending, path.display())
-                .map_err(|err| earlier_edits_note(err, index, original, edit, ending))
-                .map_err(|err| err.with_prefix(prefix(index)))?;
-            current = Some(edited);
-            outcomes.push(outcome);
-        }
-        let edited = current.unwrap_or_default();
-        self.store(&path, &loaded, &edited)?;
+        let mut loaded = self.load_for_edit(&path)?;
+        let ending = ending_for(&loaded.text, &edits);
+        let text = std::mem::take(&mut loaded.text);
+        let (edited, outcomes) =
+            batch::apply_all(text, &edits, ending, path.display()).map_err(|failure| {
+                earlier_edits_note(failure.error, failure.index, failure.in_original)
+                    .with_prefix(prefix(failure.index))
+            })?;
+        let (before_gap, after_gap) = edited.parts();
+        self.store(&path, &loaded, &[before_gap, after_gap])?;
 
         let mut message = format!(
             "edited {path}: {total} edit{} applied",
@@ -143,7 +134,10 @@ impl FileTools {
             return Err(too_large(meta.len()));
         }
         let file = self.workspace().open_file(path)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        // Room for the gap multi_edit works in, so it never has to move
+        // the text to grow the buffer.
+        let size = usize::try_from(meta.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(size + size / 64 + 4096 + 1);
         // Read one byte past the limit so a file that grew meanwhile is caught.
         file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
@@ -169,45 +163,37 @@ impl FileTools {
                 ),
             ));
         }
-        let bom = encoding.bom().len();
-        if let Err(err) = std::str::from_utf8(&bytes[bom..]) {
-            return Err(ToolError::new(
+        let bom = encoding == Encoding::Utf8Bom;
+        if bom {
+            bytes.drain(..UTF8_BOM.len());
+        }
+        let text = String::from_utf8(bytes).map_err(|err| {
+            ToolError::new(
                 ErrorCode::IsBinary,
                 format!(
                     "{path}: is not valid UTF-8 (first bad byte at offset {}); the editing tools change UTF-8 text only",
-                    bom + err.valid_up_to()
+                    err.utf8_error().valid_up_to() + if bom { UTF8_BOM.len() } else { 0 }
                 ),
-            ));
-        }
-        Ok(Loaded { bytes, bom, meta })
+            )
+        })?;
+        Ok(Loaded { text, bom, meta })
     }
 
-    /// Writes the edited text back with the file's byte-order mark.
-    fn store(&self, path: &ConfinedPath, loaded: &Loaded, text: &str) -> ToolResult<()> {
-        let bom = &loaded.bytes[..loaded.bom];
-        atomic::replace(
-            self.workspace(),
-            path,
-            &[bom, text.as_bytes()],
-            Some(&loaded.meta),
-        )
+    /// Writes the edited text (in parts) back with the file's byte-order mark.
+    fn store(&self, path: &ConfinedPath, loaded: &Loaded, text: &[&[u8]]) -> ToolResult<()> {
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(text.len() + 1);
+        if loaded.bom {
+            parts.push(UTF8_BOM);
+        }
+        parts.extend_from_slice(text);
+        atomic::replace(self.workspace(), path, &parts, Some(&loaded.meta))
     }
 }
 
 /// A `no_match` after other edits of the same call may come from those
 /// edits having changed the text; say so when old_string was in the file.
-fn earlier_edits_note(
-    err: ToolError,
-    index: usize,
-    original: &str,
-    edit: &Edit<'_>,
-    ending: LineEnding,
-) -> ToolError {
-    if err.code() != ErrorCode::NoMatch || index == 0 {
-        return err;
-    }
-    let old = ending.apply(edit.old);
-    if memchr::memmem::find(original.as_bytes(), old.as_bytes()).is_none() {
+fn earlier_edits_note(err: ToolError, index: usize, in_original: bool) -> ToolError {
+    if err.code() != ErrorCode::NoMatch || index == 0 || !in_original {
         return err;
     }
     let earlier = if index == 1 {
@@ -230,13 +216,20 @@ fn edit_of(spec: &EditSpec) -> Edit<'_> {
 }
 
 /// The file's line ending, worked out only when an edit has a line break to
-/// convert.
+/// convert. Same rule as [`LineEnding::detect`]: CRLF when at least half of
+/// the line breaks are CRLF.
 fn ending_for<'e, 'a: 'e>(text: &str, edits: impl IntoIterator<Item = &'e Edit<'a>>) -> LineEnding {
     let needs = edits
         .into_iter()
         .any(|edit| edit.old.contains('\n') || edit.new.contains('\n'));
-    if needs {
-        LineEnding::detect(text)
+    if !needs {
+        return LineEnding::Lf;
+    }
+    let bytes = text.as_bytes();
+    let breaks = matching::count_newlines(bytes);
+    let crlf = memchr::memmem::find_iter(bytes, b"\r\n").count();
+    if crlf > 0 && crlf >= breaks - crlf {
+        LineEnding::CrLf
     } else {
         LineEnding::Lf
     }

@@ -113,3 +113,73 @@ proptest! {
         round_trip(file, start, len, tag, multi)?;
     }
 }
+
+/// One edit: old_string is either a slice of the file or a short string from
+/// the file's alphabet (so it may occur once, many times, or not at all).
+fn edits_strategy() -> impl Strategy<Value = Vec<(String, String, bool)>> {
+    prop::collection::vec(
+        ("[a-c;(\n]{1,4}", "[a-c#\n]{0,4}", prop::bool::weighted(0.2)),
+        1..8,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// multi_edit gives the same bytes as the same edits made one by one
+    /// with edit_file, and fails (writing nothing) exactly when one of them
+    /// would, with the same code.
+    #[test]
+    fn multi_edit_matches_sequential_edit_file(
+        (lines, crlf, bom, final_break) in file_strategy(),
+        edits in edits_strategy(),
+    ) {
+        let text = render(&lines, crlf, final_break);
+        let mut bytes = Vec::new();
+        if bom {
+            bytes.extend_from_slice(b"\xEF\xBB\xBF");
+        }
+        bytes.extend_from_slice(text.as_bytes());
+
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+        let tools = FileTools::new(ws, Limits::default());
+        fs::write(dir.path().join("one.txt"), &bytes).unwrap();
+        fs::write(dir.path().join("many.txt"), &bytes).unwrap();
+
+        let mut sequential = Ok(());
+        for (index, (old, new, all)) in edits.iter().enumerate() {
+            let mut args = EditFileArgs::new("one.txt", old.as_str(), new.as_str());
+            args.replace_all = *all;
+            if let Err(err) = tools.edit_file(&args) {
+                sequential = Err((index, err.code()));
+                break;
+            }
+        }
+        let specs = edits
+            .iter()
+            .map(|(old, new, all)| EditSpec { old_string: old.clone(), new_string: new.clone(), replace_all: *all })
+            .collect();
+        let batch = tools.multi_edit(&MultiEditArgs::new("many.txt", specs));
+        // multi_edit checks every edit's arguments before touching the file.
+        if let Some(invalid) = edits.iter().position(|(old, new, _)| old == new) {
+            sequential = Err((invalid, agent_tools_error::ErrorCode::InvalidInput));
+        }
+        match sequential {
+            Ok(()) => {
+                prop_assert!(batch.is_ok(), "{:?}", batch);
+                prop_assert_eq!(
+                    fs::read(dir.path().join("many.txt")).unwrap(),
+                    fs::read(dir.path().join("one.txt")).unwrap()
+                );
+            }
+            Err((index, code)) => {
+                let err = batch.unwrap_err();
+                prop_assert_eq!(err.code(), code);
+                let expected_prefix = format!("edit {} of {}: ", index + 1, edits.len());
+                prop_assert!(err.message().starts_with(&expected_prefix), "{}", err.message());
+                prop_assert_eq!(fs::read(dir.path().join("many.txt")).unwrap(), bytes);
+            }
+        }
+    }
+}

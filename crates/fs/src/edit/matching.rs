@@ -284,6 +284,27 @@ fn splice_all(text: &str, regions: impl IntoIterator<Item = (usize, usize)>, new
     out
 }
 
+/// The number of `\n` bytes in `bytes`, counted in wide lanes that the
+/// compiler turns into vector instructions.
+pub(crate) fn count_newlines(bytes: &[u8]) -> usize {
+    const LANES: usize = 64;
+    // A lane counts at most 255 before it is emptied into the total.
+    const ROWS: usize = 255;
+    let mut total = 0;
+    for block in bytes.chunks(LANES * ROWS) {
+        let mut lanes = [0u8; LANES];
+        let mut rows = block.chunks_exact(LANES);
+        for row in &mut rows {
+            for (lane, &byte) in lanes.iter_mut().zip(row) {
+                *lane += u8::from(byte == b'\n');
+            }
+        }
+        total += lanes.iter().map(|&n| usize::from(n)).sum::<usize>();
+        total += rows.remainder().iter().filter(|&&b| b == b'\n').count();
+    }
+    total
+}
+
 /// The 1-based line numbers of sorted byte offsets.
 pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let bytes = text.as_bytes();
@@ -294,9 +315,9 @@ pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>)
         .map(|offset| {
             let offset = offset.min(bytes.len());
             if offset >= at {
-                line += memchr::memchr_iter(b'\n', &bytes[at..offset]).count();
+                line += count_newlines(&bytes[at..offset]);
             } else {
-                line -= memchr::memchr_iter(b'\n', &bytes[offset..at]).count();
+                line -= count_newlines(&bytes[offset..at]);
             }
             at = offset;
             line
@@ -918,6 +939,18 @@ mod tests {
             err.message()
         );
         assert!(err.message().contains("lines 1, 2"), "{}", err.message());
+    }
+
+    #[test]
+    fn newlines_are_counted_in_any_length() {
+        for len in [0, 1, 63, 64, 65, 64 * 255, 64 * 255 + 1, 100_000] {
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| if i % 3 == 0 { b'\n' } else { b'x' })
+                .collect();
+            let expected = bytes.iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(count_newlines(&bytes), expected, "{len}");
+        }
+        assert_eq!(count_newlines(&[b'\n'; 40_000]), 40_000);
     }
 
     #[test]
