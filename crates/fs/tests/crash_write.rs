@@ -11,6 +11,9 @@
 //! remove it once the process is gone. Those leftovers never carry the
 //! target's name; the test checks that a successful write adds none.
 
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};

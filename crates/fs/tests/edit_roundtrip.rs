@@ -1,6 +1,9 @@
 //! Property: an edit followed by its inverse restores the file byte for byte,
 //! for LF and CRLF files, with and without a byte-order mark.
 
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 
 use agent_tools_confine::{Confinement, Workspace};

@@ -1,5 +1,8 @@
 //! write_file, edit_file and multi_edit through the FileTools API.
 
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
