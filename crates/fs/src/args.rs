@@ -163,6 +163,16 @@ pub struct WriteFileArgs {
     pub content: String,
 }
 
+impl WriteFileArgs {
+    /// Writes `content` to `path`.
+    pub fn new(path: impl Into<String>, content: impl Into<String>) -> Self {
+        WriteFileArgs {
+            path: path.into(),
+            content: content.into(),
+        }
+    }
+}
+
 /// One replacement, as used by `edit_file` and each step of `multi_edit`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -174,6 +184,23 @@ pub struct EditSpec {
     /// Replace every exact occurrence instead of requiring exactly one.
     #[serde(default)]
     pub replace_all: bool,
+}
+
+impl EditSpec {
+    /// Replaces the one occurrence of `old_string` with `new_string`.
+    pub fn new(old_string: impl Into<String>, new_string: impl Into<String>) -> Self {
+        EditSpec {
+            old_string: old_string.into(),
+            new_string: new_string.into(),
+            replace_all: false,
+        }
+    }
+
+    /// The same edit, replacing every occurrence.
+    pub fn all(mut self) -> Self {
+        self.replace_all = true;
+        self
+    }
 }
 
 /// Arguments of `edit_file`.
@@ -191,6 +218,28 @@ pub struct EditFileArgs {
     pub replace_all: bool,
 }
 
+impl EditFileArgs {
+    /// Replaces the one occurrence of `old_string` in `path` with `new_string`.
+    pub fn new(
+        path: impl Into<String>,
+        old_string: impl Into<String>,
+        new_string: impl Into<String>,
+    ) -> Self {
+        EditFileArgs {
+            path: path.into(),
+            old_string: old_string.into(),
+            new_string: new_string.into(),
+            replace_all: false,
+        }
+    }
+
+    /// The same edit, replacing every occurrence.
+    pub fn all(mut self) -> Self {
+        self.replace_all = true;
+        self
+    }
+}
+
 /// Arguments of `multi_edit`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -201,4 +250,14 @@ pub struct MultiEditArgs {
     /// nothing.
     #[schemars(length(min = 1))]
     pub edits: Vec<EditSpec>,
+}
+
+impl MultiEditArgs {
+    /// Applies `edits` to `path`, in order.
+    pub fn new(path: impl Into<String>, edits: Vec<EditSpec>) -> Self {
+        MultiEditArgs {
+            path: path.into(),
+            edits,
+        }
+    }
 }

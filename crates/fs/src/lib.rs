@@ -24,12 +24,15 @@
 use agent_tools_confine::Workspace;
 
 mod args;
+mod atomic;
+mod edit;
 mod glob;
 mod grep;
 mod list;
 mod lock;
 mod read;
 mod walk;
+mod write;
 
 pub use args::*;
 
@@ -66,7 +69,6 @@ impl Default for Limits {
 pub struct FileTools {
     workspace: Workspace,
     limits: Limits,
-    #[allow(dead_code)] // used by the writers
     write_locks: lock::PathLocks,
 }
 

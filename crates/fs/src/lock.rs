@@ -14,7 +14,6 @@ pub(crate) struct PathLocks {
 
 impl PathLocks {
     /// The lock for `path`, shared with every other caller holding it now.
-    #[allow(dead_code)] // used by the writers
     pub(crate) fn lock_for(&self, path: &Path) -> Arc<Mutex<()>> {
         let mut map = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(existing) = map.get(path).and_then(Weak::upgrade) {

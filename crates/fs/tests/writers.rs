@@ -1,0 +1,886 @@
+//! write_file, edit_file and multi_edit through the FileTools API.
+
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use agent_tools_confine::{Confinement, Workspace};
+use agent_tools_error::ErrorCode;
+use agent_tools_fs::{EditFileArgs, EditSpec, FileTools, Limits, MultiEditArgs, WriteFileArgs};
+use tempfile::TempDir;
+
+struct Fixture {
+    _dir: TempDir,
+    root: PathBuf,
+    tools: FileTools,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture::with_limits(Limits::default())
+    }
+
+    fn with_limits(limits: Limits) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        // The workspace is a subdirectory so escapes have somewhere to land.
+        let root = dir.path().join("ws");
+        fs::create_dir(&root).unwrap();
+        let ws = Workspace::open(&root, Confinement::Confined).unwrap();
+        let root = ws.root().to_path_buf();
+        Fixture {
+            _dir: dir,
+            root,
+            tools: FileTools::new(ws, limits),
+        }
+    }
+
+    fn put(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(rel);
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn get(&self, rel: &str) -> Vec<u8> {
+        fs::read(self.root.join(rel)).unwrap()
+    }
+
+    fn edit(&self, rel: &str, old: &str, new: &str) -> agent_tools_error::ToolResult<String> {
+        self.tools.edit_file(&EditFileArgs::new(rel, old, new))
+    }
+
+    /// Every entry of `dir` (relative to the root) that looks like a temporary file.
+    fn temp_files(&self, dir: &str) -> Vec<String> {
+        fs::read_dir(self.root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".tmp."))
+            .collect()
+    }
+}
+
+fn mtime(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+/// Sets the mtime well in the past, so an unwanted rewrite would show.
+fn age(path: &Path) {
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// write_file
+
+#[test]
+fn write_creates_with_exact_bytes() {
+    let fx = Fixture::new();
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("new.rs", "fn main() {}"))
+        .unwrap();
+    assert_eq!(msg, "created new.rs (12 bytes)");
+    assert_eq!(fx.get("new.rs"), b"fn main() {}");
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("one", "x"))
+        .unwrap();
+    assert_eq!(msg, "created one (1 byte)");
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("empty", ""))
+        .unwrap();
+    assert_eq!(msg, "created empty (0 bytes)");
+    assert_eq!(fx.get("empty"), b"");
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn write_overwrites_without_touching_line_endings() {
+    let fx = Fixture::new();
+    fx.put("a.txt", "old content\n");
+    fs::create_dir(fx.root.join("src")).unwrap();
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("a.txt", "one\r\ntwo\nthree"))
+        .unwrap();
+    assert_eq!(msg, "overwrote a.txt (14 bytes)");
+    assert_eq!(fx.get("a.txt"), b"one\r\ntwo\nthree");
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("src/../src/b.rs", "\u{FEFF}é"))
+        .unwrap();
+    assert_eq!(msg, "created src/b.rs (5 bytes)");
+    assert_eq!(fx.get("src/b.rs"), "\u{FEFF}é".as_bytes());
+}
+
+#[test]
+fn write_needs_an_existing_parent() {
+    let fx = Fixture::new();
+    let err = fx
+        .tools
+        .write_file(&WriteFileArgs::new("no/such/dir/f.txt", "x"))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotFound);
+    assert!(err.message().contains("no/such/dir"), "{}", err.message());
+    insta::assert_snapshot!("write_missing_parent", err.message());
+    assert!(!fx.root.join("no").exists());
+}
+
+#[test]
+fn write_refuses_directories() {
+    let fx = Fixture::new();
+    fs::create_dir(fx.root.join("d")).unwrap();
+    for target in ["d", ".", "d/"] {
+        let err = fx
+            .tools
+            .write_file(&WriteFileArgs::new(target, "x"))
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            ErrorCode::NotAFile,
+            "{target}: {}",
+            err.message()
+        );
+    }
+    assert!(fx.root.join("d").is_dir());
+    let err = fx
+        .tools
+        .write_file(&WriteFileArgs::new("d", "x"))
+        .unwrap_err();
+    insta::assert_snapshot!("write_directory", err.message());
+    fx.put("file", "x");
+    let err = fx
+        .tools
+        .write_file(&WriteFileArgs::new("file/child", "x"))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{}", err.message());
+}
+
+#[test]
+fn write_outside_the_root_is_path_escape_and_writes_nothing() {
+    let fx = Fixture::new();
+    let outside = fx.root.parent().unwrap().join("x");
+    for target in ["../x".to_string(), outside.display().to_string()] {
+        let err = fx
+            .tools
+            .write_file(&WriteFileArgs::new(target.as_str(), "pwned"))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::PathEscape, "{target}");
+        assert!(!outside.exists());
+    }
+    // Through a symlink pointing out of the root, too.
+    symlink(fx.root.parent().unwrap(), fx.root.join("up")).unwrap();
+    let err = fx
+        .tools
+        .write_file(&WriteFileArgs::new("up/x", "pwned"))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PathEscape);
+    assert!(!outside.exists());
+    let err = fx.edit("../x", "a", "b").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PathEscape);
+}
+
+#[test]
+fn write_through_a_symlink_replaces_its_target() {
+    let fx = Fixture::new();
+    fx.put("real.txt", "old");
+    symlink("real.txt", fx.root.join("link.txt")).unwrap();
+    let msg = fx
+        .tools
+        .write_file(&WriteFileArgs::new("link.txt", "new"))
+        .unwrap();
+    assert_eq!(msg, "overwrote real.txt (3 bytes)");
+    assert_eq!(fx.get("real.txt"), b"new");
+    assert!(
+        fs::symlink_metadata(fx.root.join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let msg = fx.edit("link.txt", "new", "newer").unwrap();
+    assert_eq!(msg, "edited real.txt: 1 replacement at line 1");
+    assert_eq!(fx.get("real.txt"), b"newer");
+    assert!(
+        fs::symlink_metadata(fx.root.join("link.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn permissions_are_kept() {
+    let fx = Fixture::new();
+    let path = fx.put("secret.conf", "key = 1\n");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    fx.edit("secret.conf", "key = 1", "key = 2").unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    fx.tools
+        .write_file(&WriteFileArgs::new("secret.conf", "key = 3\n"))
+        .unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    fx.tools
+        .multi_edit(&MultiEditArgs::new(
+            "secret.conf",
+            vec![EditSpec::new("3", "4")],
+        ))
+        .unwrap();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o755
+    );
+    assert_eq!(fx.get("secret.conf"), b"key = 4\n");
+}
+
+#[test]
+fn read_only_files_are_not_replaced() {
+    let fx = Fixture::new();
+    let path = fx.put("locked.txt", "keep\n");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let err = fx
+        .tools
+        .write_file(&WriteFileArgs::new("locked.txt", "x"))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError);
+    assert_eq!(
+        err.message(),
+        "locked.txt: the file is read-only; not changed"
+    );
+    let err = fx.edit("locked.txt", "keep", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError);
+    assert_eq!(fx.get("locked.txt"), b"keep\n");
+    assert!(fx.temp_files(".").is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// edit_file: exact matching
+
+const RUST: &str = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+
+#[test]
+fn edit_replaces_one_exact_occurrence() {
+    let fx = Fixture::new();
+    fx.put("main.rs", RUST);
+    let msg = fx.edit("main.rs", "let x = 1;", "let x = 2;").unwrap();
+    assert_eq!(msg, "edited main.rs: 1 replacement at line 2");
+    assert_eq!(fx.get("main.rs"), RUST.replace("x = 1", "x = 2").as_bytes());
+    // Deleting is replacing with nothing.
+    fx.edit("main.rs", "    println!(\"{x}\");\n", "").unwrap();
+    assert_eq!(fx.get("main.rs"), b"fn main() {\n    let x = 2;\n}\n");
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn new_string_is_literal() {
+    let fx = Fixture::new();
+    fx.put("a.txt", "price: 10\n");
+    fx.edit("a.txt", "10", "$1 $& $0 \\1 ${x} $$").unwrap();
+    assert_eq!(fx.get("a.txt"), b"price: $1 $& $0 \\1 ${x} $$\n");
+}
+
+#[test]
+fn replace_all_replaces_every_occurrence_left_to_right() {
+    let fx = Fixture::new();
+    fx.put("a.txt", "foo\nbar foo\nfoo foo\n");
+    let msg = fx
+        .tools
+        .edit_file(&EditFileArgs::new("a.txt", "foo", "baz").all())
+        .unwrap();
+    assert_eq!(msg, "edited a.txt: 4 replacements at lines 1, 2, 3, 3");
+    assert_eq!(fx.get("a.txt"), b"baz\nbar baz\nbaz baz\n");
+    // Non-overlapping, left to right.
+    fx.put("b.txt", "aaaaa");
+    fx.tools
+        .edit_file(&EditFileArgs::new("b.txt", "aa", "X").all())
+        .unwrap();
+    assert_eq!(fx.get("b.txt"), b"XXa");
+    // One occurrence is fine with replace_all.
+    let msg = fx
+        .tools
+        .edit_file(&EditFileArgs::new("b.txt", "XXa", "ok").all())
+        .unwrap();
+    assert_eq!(msg, "edited b.txt: 1 replacement at line 1");
+}
+
+#[test]
+fn many_replacements_are_summarised() {
+    let fx = Fixture::new();
+    fx.put("a.txt", "x\n".repeat(25));
+    let msg = fx
+        .tools
+        .edit_file(&EditFileArgs::new("a.txt", "x", "y").all())
+        .unwrap();
+    insta::assert_snapshot!("replace_all_many", msg);
+}
+
+#[test]
+fn ambiguous_exact_match_changes_nothing() {
+    let fx = Fixture::new();
+    let path = fx.put("a.rs", "let a = 1;\nlet b = 1;\nlet c = 1;\n");
+    age(&path);
+    let before = mtime(&path);
+    let err = fx.edit("a.rs", " = 1;", " = 2;").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
+    insta::assert_snapshot!("ambiguous_exact", err.message());
+    assert_eq!(fx.get("a.rs"), b"let a = 1;\nlet b = 1;\nlet c = 1;\n");
+    assert_eq!(mtime(&path), before);
+}
+
+#[test]
+fn invalid_edits_are_invalid_input() {
+    let fx = Fixture::new();
+    fx.put("a.txt", "abc");
+    let err = fx.edit("a.txt", "b", "b").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    insta::assert_snapshot!("identical_strings", err.message());
+    let err = fx.edit("a.txt", "", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert!(err.message().contains("write_file"), "{}", err.message());
+    insta::assert_snapshot!("empty_old_string", err.message());
+    // Checked before the file: a missing file still says invalid_input.
+    let err = fx.edit("missing.txt", "", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert_eq!(fx.get("a.txt"), b"abc");
+}
+
+#[test]
+fn files_that_cannot_be_edited() {
+    let fx = Fixture::with_limits(Limits {
+        max_file_bytes: 100,
+        ..Limits::default()
+    });
+    let err = fx.edit("missing.txt", "a", "b").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotFound);
+    insta::assert_snapshot!("edit_missing_file", err.message());
+
+    fs::create_dir(fx.root.join("dir")).unwrap();
+    let err = fx.edit("dir", "a", "b").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAFile);
+
+    fx.put("big.txt", "a".repeat(101));
+    let err = fx.edit("big.txt", "a", "b").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::TooLarge);
+    insta::assert_snapshot!("edit_too_large", err.message());
+    fx.put("fits.txt", "a".repeat(100));
+    fx.tools
+        .edit_file(&EditFileArgs::new("fits.txt", "a", "b").all())
+        .unwrap();
+
+    fx.put("bin.dat", b"ab\0cd");
+    let err = fx.edit("bin.dat", "ab", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IsBinary);
+    insta::assert_snapshot!("edit_binary", err.message());
+
+    fx.put("bad.txt", b"ok \xff\xfe not utf8");
+    let err = fx.edit("bad.txt", "ok", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IsBinary);
+    insta::assert_snapshot!("edit_invalid_utf8", err.message());
+
+    let mut utf16le = vec![0xFF, 0xFE];
+    utf16le.extend("hello".encode_utf16().flat_map(u16::to_le_bytes));
+    fx.put("le.txt", &utf16le);
+    let err = fx.edit("le.txt", "hello", "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IsBinary);
+    insta::assert_snapshot!("edit_utf16", err.message());
+    let mut utf16be = vec![0xFE, 0xFF];
+    utf16be.extend("hello".encode_utf16().flat_map(u16::to_be_bytes));
+    fx.put("be.txt", &utf16be);
+    let err = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new("be.txt", vec![EditSpec::new("h", "j")]))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IsBinary);
+    assert!(err.message().contains("UTF-16BE"), "{}", err.message());
+    assert_eq!(fx.get("le.txt"), utf16le);
+    assert_eq!(fx.get("be.txt"), utf16be);
+}
+
+// ---------------------------------------------------------------------------
+// Line endings, BOM, and each tolerant level.
+
+struct Case {
+    name: &'static str,
+    file: &'static str,
+    old: &'static str,
+    new: &'static str,
+    expected: &'static str,
+    level: Option<&'static str>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "exact",
+        file: "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n",
+        old: "    let x = 1;\n    println!",
+        new: "    let x = 2;\n    eprintln!",
+        expected: "fn main() {\n    let x = 2;\n    eprintln!(\"{x}\");\n}\n",
+        level: None,
+    },
+    Case {
+        name: "indentation",
+        file: "impl A {\n    fn f(&self) {\n        if self.ok {\n            go();\n        }\n    }\n}\n",
+        old: "if self.ok {\n    go();\n}\n",
+        new: "if self.ok {\n    go();\n\n    log();\n}\n",
+        expected: "impl A {\n    fn f(&self) {\n        if self.ok {\n            go();\n\n            log();\n        }\n    }\n}\n",
+        level: Some("indentation-flexible"),
+    },
+    Case {
+        name: "trimmed_lines",
+        file: "a = 1;   \n  b = 2;\t\nc = 3;\n",
+        old: "a = 1;\nb = 2;",
+        new: "a = 10;\n  b = 20;",
+        expected: "a = 10;\n  b = 20;\nc = 3;\n",
+        level: Some("per-line trimmed"),
+    },
+    Case {
+        name: "whitespace",
+        file: "let v = vec![1,\n    2,   3];\nrest\n",
+        old: "let v = vec![1, 2, 3];",
+        new: "let v = vec![4];",
+        expected: "let v = vec![4];\nrest\n",
+        level: Some("whitespace-collapsed"),
+    },
+    Case {
+        name: "trimmed_substring",
+        file: "x=compute(a);\nnext\n",
+        old: "\ncompute(a)\n",
+        new: "\ncompute(b)\n",
+        expected: "x=compute(b);\nnext\n",
+        level: Some("trimmed-substring"),
+    },
+    Case {
+        name: "typographic",
+        file: "msg = \u{201C}don\u{2019}t panic\u{201D} \u{2014} ok\u{2026}\nnext\nend\n",
+        old: "msg = \"don't panic\" - ok...\nnext",
+        new: "msg = \"calm\"\nnext",
+        expected: "msg = \"calm\"\nnext\nend\n",
+        level: Some("typographic-punctuation"),
+    },
+];
+
+fn crlf(text: &str) -> String {
+    text.replace('\n', "\r\n")
+}
+
+#[test]
+fn line_ending_and_bom_matrix_for_every_level() {
+    let fx = Fixture::new();
+    for case in CASES {
+        for use_crlf in [false, true] {
+            for bom in [false, true] {
+                // The caller's strings are written with LF, and also with CRLF.
+                for caller_crlf in [false, true] {
+                    let label = format!(
+                        "{} crlf={use_crlf} bom={bom} caller_crlf={caller_crlf}",
+                        case.name
+                    );
+                    let convert = |s: &str| if use_crlf { crlf(s) } else { s.to_string() };
+                    let prefix: &[u8] = if bom { b"\xEF\xBB\xBF" } else { b"" };
+                    let mut content = prefix.to_vec();
+                    content.extend_from_slice(convert(case.file).as_bytes());
+                    let mut expected = prefix.to_vec();
+                    expected.extend_from_slice(convert(case.expected).as_bytes());
+                    fx.put("f.txt", &content);
+
+                    let (old, new) = if caller_crlf {
+                        (crlf(case.old), crlf(case.new))
+                    } else {
+                        (case.old.to_string(), case.new.to_string())
+                    };
+                    let msg = fx
+                        .edit("f.txt", &old, &new)
+                        .unwrap_or_else(|e| panic!("{label}: {}", e.message()));
+                    assert_eq!(
+                        String::from_utf8_lossy(&fx.get("f.txt")),
+                        String::from_utf8_lossy(&expected),
+                        "{label}"
+                    );
+                    match case.level {
+                        None => assert!(!msg.contains("matched with"), "{label}: {msg}"),
+                        Some(level) => assert!(
+                            msg.ends_with(&format!(
+                                "(matched with {level} matching; old_string did not match exactly)"
+                            )),
+                            "{label}: {msg}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn tolerant_success_message() {
+    let fx = Fixture::new();
+    fx.put("a.rs", CASES[1].file);
+    let msg = fx.edit("a.rs", CASES[1].old, CASES[1].new).unwrap();
+    insta::assert_snapshot!("tolerant_success", msg);
+}
+
+#[test]
+fn tabs_versus_spaces() {
+    let fx = Fixture::new();
+    // A tab-indented file, edited with a space-indented old_string.
+    fx.put("tabs.go", "func f() {\n\tif ok {\n\t\trun()\n\t}\n}\n");
+    let msg = fx
+        .edit(
+            "tabs.go",
+            "    if ok {\n        run()\n    }",
+            "    if ok {\n        run()\n        log()\n    }",
+        )
+        .unwrap();
+    assert!(msg.contains("per-line trimmed"), "{msg}");
+    assert_eq!(
+        fx.get("tabs.go"),
+        b"func f() {\n\tif ok {\n\t\trun()\n\t\tlog()\n\t}\n}\n"
+    );
+    // A space-indented file, edited with a tab-indented old_string.
+    fx.put("spaces.py", "def f():\n  if ok:\n    run()\n");
+    fx.edit(
+        "spaces.py",
+        "\tif ok:\n\t\trun()",
+        "\tif ok:\n\t\trun()\n\t\tlog()",
+    )
+    .unwrap();
+    assert_eq!(
+        fx.get("spaces.py"),
+        b"def f():\n  if ok:\n    run()\n    log()\n"
+    );
+    // A uniform tab prefix is carried by indentation-flexible matching.
+    fx.put("mixed.c", "\tint a;\n\tint b;\n");
+    let msg = fx
+        .edit("mixed.c", "int a;\nint b;", "int a;\nint c;")
+        .unwrap();
+    assert!(msg.contains("indentation-flexible"), "{msg}");
+    assert_eq!(fx.get("mixed.c"), b"\tint a;\n\tint c;\n");
+}
+
+#[test]
+fn crlf_old_string_matches_an_lf_file_and_lf_matches_crlf() {
+    let fx = Fixture::new();
+    fx.put("lf.txt", "one\ntwo\nthree\n");
+    let msg = fx.edit("lf.txt", "one\r\ntwo", "1\r\n2").unwrap();
+    assert_eq!(msg, "edited lf.txt: 1 replacement at line 1");
+    assert_eq!(fx.get("lf.txt"), b"1\n2\nthree\n");
+    fx.put("crlf.txt", "one\r\ntwo\r\nthree\r\n");
+    fx.edit("crlf.txt", "two\nthree\n", "2\n3\n4\n").unwrap();
+    assert_eq!(fx.get("crlf.txt"), b"one\r\n2\r\n3\r\n4\r\n");
+    // A file mixing endings: the caller's own endings are tried as well.
+    fx.put("mixed.txt", "a\r\nb\r\nc\nd\r\n");
+    fx.edit("mixed.txt", "c\nd", "C\nD").unwrap();
+    assert_eq!(fx.get("mixed.txt"), b"a\r\nb\r\nC\nD\r\n");
+}
+
+#[test]
+fn ambiguous_tolerant_match_leaves_the_file_untouched() {
+    let fx = Fixture::new();
+    let content = "fn a() {\n    call(1,  2);\n}\nfn b() {\n    call(1,\t2);\n}\n";
+    let path = fx.put("a.rs", content);
+    age(&path);
+    let before = mtime(&path);
+    let err = fx.edit("a.rs", "call(1, 2);", "call(3);").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
+    insta::assert_snapshot!("ambiguous_tolerant", err.message());
+    assert_eq!(fx.get("a.rs"), content.as_bytes());
+    assert_eq!(mtime(&path), before);
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn replace_all_does_not_use_tolerant_matching() {
+    let fx = Fixture::new();
+    fx.put("a.rs", "    x();\n");
+    let err = fx
+        .tools
+        .edit_file(&EditFileArgs::new("a.rs", "x( );", "y();").all())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    assert!(err.message().contains("replace_all"), "{}", err.message());
+}
+
+// ---------------------------------------------------------------------------
+// no_match hints
+
+const SERVICE: &str = "\
+use std::io;
+
+pub fn start(port: u16) -> io::Result<()> {
+    let listener = bind(port)?;
+    for conn in listener.incoming() {
+        handle(conn?);
+    }
+    Ok(())
+}
+
+fn handle(conn: Conn) {
+    log(\"conn\");
+}
+";
+
+#[test]
+fn no_match_names_the_closest_region() {
+    let fx = Fixture::new();
+    let path = fx.put("service.rs", SERVICE);
+    age(&path);
+    let before = mtime(&path);
+    let err = fx
+        .edit(
+            "service.rs",
+            "    let listener = bind(port)?;\n    for conn in listener.accept() {\n        handle(conn?);",
+            "x",
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    insta::assert_snapshot!("no_match_closest", err.message());
+    assert_eq!(mtime(&path), before);
+}
+
+#[test]
+fn no_match_spots_line_number_prefixes() {
+    let fx = Fixture::new();
+    fx.put("service.rs", SERVICE);
+    let err = fx
+        .edit(
+            "service.rs",
+            "     4\t    let listener = bind(port)?;\n     5\t    for conn in listener.incoming() {",
+            "x",
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    insta::assert_snapshot!("no_match_line_numbers", err.message());
+}
+
+#[test]
+fn no_match_without_anything_close() {
+    let fx = Fixture::new();
+    fx.put("service.rs", SERVICE);
+    let err = fx
+        .edit("service.rs", "completely unrelated text", "x")
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    insta::assert_snapshot!("no_match_nothing_close", err.message());
+}
+
+#[test]
+fn no_match_diff_is_capped() {
+    let fx = Fixture::new();
+    let mut file = String::new();
+    let mut old = String::new();
+    for i in 0..200 {
+        file.push_str(&format!("line number {i} with some text in it\n"));
+        old.push_str(&format!("line number {i} with other text in it\n"));
+    }
+    fx.put("long.txt", &file);
+    let err = fx.edit("long.txt", &old, "x").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    assert!(err.message().len() < 2200, "{}", err.message().len());
+    assert!(err.message().contains("lines 1-200"), "{}", err.message());
+}
+
+// ---------------------------------------------------------------------------
+// multi_edit
+
+#[test]
+fn multi_edit_applies_in_order() {
+    let fx = Fixture::new();
+    fx.put("main.rs", RUST);
+    let msg = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new(
+            "main.rs",
+            vec![
+                EditSpec::new("let x = 1;", "let y = 1;"),
+                // Sees the result of the first edit.
+                EditSpec::new("{x}", "{y}"),
+                EditSpec::new("y", "z").all(),
+                EditSpec::new("println!(\"{z}\");", "  println!(\"{z}\");\n  done();"),
+            ],
+        ))
+        .unwrap();
+    insta::assert_snapshot!("multi_edit_success", msg);
+    assert_eq!(
+        String::from_utf8(fx.get("main.rs")).unwrap(),
+        "fn main() {\n    let z = 1;\n      println!(\"{z}\");\n  done();\n}\n"
+    );
+}
+
+#[test]
+fn multi_edit_is_all_or_nothing() {
+    let fx = Fixture::new();
+    let path = fx.put("main.rs", RUST);
+    age(&path);
+    let before = mtime(&path);
+    let err = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new(
+            "main.rs",
+            vec![
+                EditSpec::new("let x = 1;", "let y = 1;"),
+                EditSpec::new("fn main", "fn start"),
+                EditSpec::new("let x = 1;", "let x = 3;"),
+                EditSpec::new("}", "};"),
+            ],
+        ))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NoMatch);
+    assert!(
+        err.message().starts_with("edit 3 of 4: main.rs: "),
+        "{}",
+        err.message()
+    );
+    insta::assert_snapshot!("multi_edit_failure", err.message());
+    assert_eq!(fx.get("main.rs"), RUST.as_bytes());
+    assert_eq!(mtime(&path), before);
+
+    let err = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new(
+            "main.rs",
+            vec![EditSpec::new("main", "start"), EditSpec::new("x", "y")],
+        ))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
+    assert!(
+        err.message().starts_with("edit 2 of 2: "),
+        "{}",
+        err.message()
+    );
+
+    let err = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new(
+            "main.rs",
+            vec![
+                EditSpec::new("main", "start"),
+                EditSpec::new("x", "x"),
+                EditSpec::new("", "x"),
+            ],
+        ))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert_eq!(
+        err.message(),
+        "edit 2 of 3: old_string and new_string are identical; there is nothing to change"
+    );
+
+    let err = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new("main.rs", vec![]))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert_eq!(fx.get("main.rs"), RUST.as_bytes());
+    assert_eq!(mtime(&path), before);
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn multi_edit_keeps_crlf_and_bom_and_uses_tolerant_matching() {
+    let fx = Fixture::new();
+    fx.put(
+        "a.cs",
+        "\u{FEFF}class A {\r\n\tvoid F() {\r\n\t\tG();\r\n\t}\r\n}\r\n",
+    );
+    let msg = fx
+        .tools
+        .multi_edit(&MultiEditArgs::new(
+            "a.cs",
+            vec![
+                EditSpec::new("void F() {\n    G();\n}", "void F() {\n    H();\n}"),
+                EditSpec::new("class A {\n", "class B {\n"),
+            ],
+        ))
+        .unwrap();
+    assert!(
+        msg.contains("edit 1 of 2: 1 replacement at line 2 (matched with per-line trimmed"),
+        "{msg}"
+    );
+    assert_eq!(
+        fx.get("a.cs"),
+        "\u{FEFF}class B {\r\n\tvoid F() {\r\n\t\tH();\r\n\t}\r\n}\r\n".as_bytes()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Concurrency
+
+#[test]
+fn concurrent_edits_of_one_file_lose_no_update() {
+    const THREADS: usize = 16;
+    const ROUNDS: usize = 8;
+    let fx = Arc::new(Fixture::new());
+    let mut content = String::from("header\n");
+    for t in 0..THREADS {
+        content.push_str(&format!("marker-{t}-0\n"));
+    }
+    fx.put("shared.txt", &content);
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let fx = Arc::clone(&fx);
+            std::thread::spawn(move || {
+                for round in 0..ROUNDS {
+                    let old = format!("marker-{t}-{round}\n");
+                    let new = format!("marker-{t}-{}\n", round + 1);
+                    if round % 2 == 0 {
+                        fx.edit("shared.txt", &old, &new).unwrap();
+                    } else {
+                        fx.tools
+                            .multi_edit(&MultiEditArgs::new(
+                                "shared.txt",
+                                vec![EditSpec::new(old, new)],
+                            ))
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let mut expected = String::from("header\n");
+    for t in 0..THREADS {
+        expected.push_str(&format!("marker-{t}-{ROUNDS}\n"));
+    }
+    assert_eq!(String::from_utf8(fx.get("shared.txt")).unwrap(), expected);
+    assert!(fx.temp_files(".").is_empty());
+}
+
+#[test]
+fn concurrent_writes_of_different_files() {
+    let fx = Arc::new(Fixture::new());
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let fx = Arc::clone(&fx);
+            std::thread::spawn(move || {
+                for round in 0..10 {
+                    let name = format!("f{t}.txt");
+                    fx.tools
+                        .write_file(&WriteFileArgs::new(name, format!("{t}:{round}")))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    for t in 0..8 {
+        assert_eq!(fx.get(&format!("f{t}.txt")), format!("{t}:9").as_bytes());
+    }
+    assert!(fx.temp_files(".").is_empty());
+}
