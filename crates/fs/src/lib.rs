@@ -21,7 +21,10 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-use agent_tools_confine::Workspace;
+use std::sync::{Arc, Mutex};
+
+use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_error::ToolResult;
 
 mod args;
 mod atomic;
@@ -35,6 +38,19 @@ mod walk;
 mod write;
 
 pub use args::*;
+
+/// Replaces (or creates) the file at `path` with `data` atomically: a
+/// temporary file beside it, flushed, renamed over it, all beneath the
+/// workspace's directory handle. An existing file keeps its permissions.
+/// The parent directory must exist.
+pub fn write_atomic(workspace: &Workspace, path: &ConfinedPath, data: &[u8]) -> ToolResult<()> {
+    let existing = match workspace.symlink_metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(err) if err.code() == agent_tools_error::ErrorCode::NotFound => None,
+        Err(err) => return Err(err),
+    };
+    atomic::replace(workspace, path, &[data], existing.as_ref())
+}
 
 /// Size limits shared by the file tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,5 +106,13 @@ impl FileTools {
     /// The limits.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// The in-process lock serializing writes to `path`. Every writer here
+    /// takes it for its whole read-modify-write; a tool composed on top (such
+    /// as a patch applier) takes it too, in sorted path order when it needs
+    /// several, so no update is lost between them.
+    pub fn path_lock(&self, path: &ConfinedPath) -> Arc<Mutex<()>> {
+        self.write_locks.lock_for(path.abs())
     }
 }

@@ -1,6 +1,8 @@
 //! The file tools, wired from `agent-tools-fs`.
 
-use agent_tools_fs::{GlobArgs, GrepArgs, ListDirArgs, ReadFileArgs};
+use agent_tools_fs::{
+    EditFileArgs, GlobArgs, GrepArgs, ListDirArgs, MultiEditArgs, ReadFileArgs, WriteFileArgs,
+};
 
 use crate::registry::ToolDef;
 
@@ -24,6 +26,21 @@ output_mode: files_with_matches (default, one path a line), content ('path:line:
 and .git/ are skipped. Results are sorted by path then line; page them with head_limit and offset \
 (a footer says how to get more).";
 
+const WRITE_FILE: &str = "Create or overwrite a file with exactly the given content (no newline added, \
+no line-ending change). The write is atomic: readers see the old file or the new one, never a mix. The \
+parent directory must already exist. Prefer edit_file or multi_edit to change part of an existing file.";
+
+const EDIT_FILE: &str = "Replace text in a file. old_string is matched literally (not a regex, and without \
+the line-number prefix read_file shows) and must occur exactly once, unless replace_all is true. If it is \
+not found exactly, whitespace-tolerant matching is tried (indentation, trailing spaces, collapsed \
+whitespace, typographic quotes); it applies only when it finds exactly one place, and the result says so. \
+new_string is literal. The file keeps its line endings (CRLF stays CRLF) and BOM. When nothing matches, \
+the error names the closest region of the file.";
+
+const MULTI_EDIT: &str = "Apply several edits to one file in one atomic step. Each edit \
+{old_string, new_string, replace_all?} works like edit_file and sees the result of the edits before it. \
+If any edit fails, nothing is written and the error names the edit ('edit 2 of 3: ...').";
+
 /// `read_file`, `list_dir`, `glob`, `grep`.
 pub(crate) fn read_tools() -> Vec<ToolDef> {
     vec![
@@ -40,5 +57,15 @@ pub(crate) fn read_tools() -> Vec<ToolDef> {
 
 /// `write_file`, `edit_file`, `multi_edit`.
 pub(crate) fn write_tools() -> Vec<ToolDef> {
-    Vec::new()
+    vec![
+        ToolDef::typed("write_file", WRITE_FILE, true, |s, a: WriteFileArgs, _| {
+            s.files.write_file(&a)
+        }),
+        ToolDef::typed("edit_file", EDIT_FILE, true, |s, a: EditFileArgs, _| {
+            s.files.edit_file(&a)
+        }),
+        ToolDef::typed("multi_edit", MULTI_EDIT, true, |s, a: MultiEditArgs, _| {
+            s.files.multi_edit(&a)
+        }),
+    ]
 }

@@ -1,0 +1,212 @@
+//! `apply_patch`: the patch engine working through the confined workspace.
+
+use std::path::Path;
+
+use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use agent_tools_patch::{FileStore, Patch, PatchError, StoreError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::registry::ToolDef;
+use crate::services::Services;
+
+const APPLY_PATCH: &str = "Apply a unified diff (as `diff -u` or `git diff` print it) to one or more files, \
+all or nothing. `--- /dev/null` creates a file, `+++ /dev/null` deletes one, and differing old and new paths \
+rename (with hunks: move and edit). Paths may carry a/ and b/ prefixes. A hunk whose lines moved applies at \
+the nearest place its context matches exactly, and the result reports the offset. If any hunk fails, no file \
+is changed and the error names the file, the hunk and the lines it expected. Files keep their line endings \
+and BOM; created files use LF.";
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApplyPatchArgs {
+    /// The unified diff, covering one or more files.
+    patch: String,
+}
+
+pub(crate) fn apply_patch_tool() -> ToolDef {
+    ToolDef::typed(
+        "apply_patch",
+        APPLY_PATCH,
+        true,
+        |s, a: ApplyPatchArgs, _| apply_patch(s, &a.patch),
+    )
+}
+
+fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
+    let patch = agent_tools_patch::parse(text).map_err(|err| patch_error(&err))?;
+    if patch.files.is_empty() {
+        return Err(ToolError::invalid_input(
+            "the patch has no file blocks: expected `--- old` / `+++ new` headers followed by @@ hunks",
+        ));
+    }
+    let workspace = services.files.workspace();
+    // Every path the patch names goes through confinement before anything is
+    // read, and the write locks of all of them are held (in sorted order, so
+    // two patches never wait on each other in a cycle) until it is done.
+    let mut touched: Vec<ConfinedPath> = Vec::new();
+    for file in &patch.files {
+        for path in [&file.old_path, &file.new_path].into_iter().flatten() {
+            touched.push(workspace.resolve(path)?);
+        }
+    }
+    touched.sort_by(|a, b| a.abs().cmp(b.abs()));
+    touched.dedup();
+    let locks: Vec<_> = touched
+        .iter()
+        .map(|path| services.files.path_lock(path))
+        .collect();
+    let _guards: Vec<_> = locks
+        .iter()
+        .map(|lock| {
+            lock.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        })
+        .collect();
+
+    let mut store = ConfinedStore {
+        workspace,
+        max_file_bytes: services.config.max_file_bytes(),
+    };
+    let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
+    Ok(summarize(&patch, &report.to_string()))
+}
+
+fn summarize(patch: &Patch, report: &str) -> String {
+    let count = patch.files.len();
+    let mut out = format!(
+        "applied patch to {count} file{}:\n",
+        if count == 1 { "" } else { "s" }
+    );
+    out.push_str(report);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+fn patch_error(err: &PatchError) -> ToolError {
+    let code: ErrorCode =
+        serde_json::from_value(serde_json::Value::String(err.kind().code().to_string()))
+            .unwrap_or(ErrorCode::IoError);
+    ToolError::new(code, err.to_string())
+}
+
+/// The patch engine's view of the workspace: every path confined, reads
+/// capped at max_file_bytes, writes atomic and beneath the root's handle.
+struct ConfinedStore<'a> {
+    workspace: &'a Workspace,
+    max_file_bytes: u64,
+}
+
+impl ConfinedStore<'_> {
+    fn resolve(&self, path: &str) -> Result<ConfinedPath, StoreError> {
+        self.workspace.resolve(path).map_err(store_error)
+    }
+
+    /// Removes the directories a delete or rename left empty, up to the root,
+    /// as git does.
+    fn prune_empty_parents(&self, path: &ConfinedPath) {
+        let mut parent = path.rel().parent();
+        while let Some(dir) = parent {
+            if dir.as_os_str().is_empty() || self.workspace.base_dir().remove_dir(dir).is_err() {
+                break;
+            }
+            parent = dir.parent();
+        }
+    }
+
+    fn create_parents(&self, path: &ConfinedPath) -> Result<(), StoreError> {
+        if let Some(parent) = path.rel().parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.workspace
+                .base_dir()
+                .create_dir_all(parent)
+                .map_err(|err| store_error(self.workspace.io_error(&err, path)))?;
+        }
+        Ok(())
+    }
+}
+
+fn store_error(err: ToolError) -> StoreError {
+    match err.code() {
+        ErrorCode::NotFound => StoreError::NotFound,
+        ErrorCode::NotAFile => StoreError::NotAFile,
+        ErrorCode::PathEscape => StoreError::PathEscape,
+        _ => StoreError::Io(std::io::Error::other(err.message().to_string())),
+    }
+}
+
+impl FileStore for ConfinedStore<'_> {
+    fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
+        let path = self.resolve(path)?;
+        let meta = self.workspace.metadata(&path).map_err(store_error)?;
+        if !meta.is_file() {
+            return Err(StoreError::NotAFile);
+        }
+        if meta.len() > self.max_file_bytes {
+            return Err(StoreError::TooLarge {
+                size: meta.len(),
+                limit: self.max_file_bytes,
+            });
+        }
+        let mut file = self.workspace.open_file(&path).map_err(store_error)?;
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(&mut file, &mut data).map_err(StoreError::Io)?;
+        Ok(data)
+    }
+
+    fn exists(&self, path: &str) -> Result<bool, StoreError> {
+        let path = self.resolve(path)?;
+        match self.workspace.symlink_metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(err) if err.code() == ErrorCode::NotFound => Ok(false),
+            Err(err) => Err(store_error(err)),
+        }
+    }
+
+    fn write(&mut self, path: &str, data: &[u8]) -> Result<(), StoreError> {
+        let path = self.resolve(path)?;
+        self.create_parents(&path)?;
+        agent_tools_fs::write_atomic(self.workspace, &path, data).map_err(store_error)
+    }
+
+    fn remove(&mut self, path: &str) -> Result<(), StoreError> {
+        let path = self.resolve(path)?;
+        self.workspace
+            .base_dir()
+            .remove_file(path.rel())
+            .map_err(|err| store_error(self.workspace.io_error(&err, &path)))?;
+        self.prune_empty_parents(&path);
+        Ok(())
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        let from = self.resolve(from)?;
+        let to = self.resolve(to)?;
+        self.create_parents(&to)?;
+        let dir = self.workspace.base_dir();
+        dir.rename(from.rel(), dir, to.rel())
+            .map_err(|err| store_error(self.workspace.io_error(&err, &from)))?;
+        self.prune_empty_parents(&from);
+        Ok(())
+    }
+
+    fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
+        use cap_std::fs::PermissionsExt;
+        let path = self.resolve(path)?;
+        let meta = self.workspace.metadata(&path).map_err(store_error)?;
+        Ok(Some(meta.permissions().mode() & 0o7777))
+    }
+
+    fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
+        use cap_std::fs::PermissionsExt;
+        let path = self.resolve(path)?;
+        let rel: &Path = path.rel();
+        self.workspace
+            .base_dir()
+            .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode))
+            .map_err(|err| store_error(self.workspace.io_error(&err, &path)))
+    }
+}
