@@ -1,4 +1,5 @@
 //! The `agent-tools call` and `agent-tools tools` commands.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -1,4 +1,5 @@
 //! End-to-end: the `agent-tools` binary speaking MCP over stdio.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mcp_client.rs"]
 mod mcp_client;

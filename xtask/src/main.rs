@@ -1,1 +1,2 @@
+//! Project chores, run as `cargo xtask ...`.
 fn main() {}
