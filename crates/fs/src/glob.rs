@@ -42,7 +42,7 @@ impl FileTools {
             .compile_matcher();
 
         let base_abs = base.abs().to_path_buf();
-        let walker = walk::walker(&base_abs, args.respect_gitignore, None);
+        let walker = walk::walker(&base_abs, args.respect_gitignore);
         let mut found: Vec<(SystemTime, String)> = walk::collect_parallel(
             &walker,
             || (),
