@@ -512,6 +512,12 @@ fn glob_filters_by_name_at_any_depth_or_by_anchored_path() {
     assert_eq!(with_glob("src/**/*.rs"), "src/b.rs\nsrc/deep/c.rs\n");
     assert_eq!(with_glob("*.{md,txt}"), "a.md\n");
     assert_eq!(with_glob("*.py"), "(no matches)\n");
+    // A leading `!` keeps everything else.
+    assert_eq!(with_glob("!*.rs"), "a.md\n");
+    assert_eq!(
+        with_glob("!src/*.rs"),
+        "a.md\na.rs\nother/src/d.rs\nsrc/deep/c.rs\n"
+    );
     // Relative to the search path.
     let out = ws.grep(&GrepArgs {
         glob: Some("deep/*.rs".to_string()),
