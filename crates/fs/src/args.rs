@@ -103,7 +103,9 @@ pub struct GrepArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Only search files whose path (relative to `path`) matches this glob;
-    /// a glob without `/` matches the file name at any depth.
+    /// a glob without `/` matches the file name at any depth, and a leading
+    /// `!` excludes the matching files instead. It only narrows the search:
+    /// ignored files stay skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glob: Option<String>,
     /// files_with_matches (default), content, or count.

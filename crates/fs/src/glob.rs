@@ -42,7 +42,7 @@ impl FileTools {
             .compile_matcher();
 
         let base_abs = base.abs().to_path_buf();
-        let walker = walk::walker(&base_abs, args.respect_gitignore, None);
+        let walker = walk::walker(&base_abs, args.respect_gitignore);
         let mut found: Vec<(SystemTime, String)> = walk::collect_parallel(
             &walker,
             || (),
@@ -80,7 +80,9 @@ impl FileTools {
 /// Accepts an absolute pattern that starts with the base directory.
 fn absolute_to_relative(pattern: &str, base: &std::path::Path) -> String {
     let base = base.to_string_lossy();
-    match pattern.strip_prefix(base.as_ref()) {
+    // The root's path may end in a separator; the pattern's rest starts with one.
+    let base = base.trim_end_matches('/');
+    match pattern.strip_prefix(base) {
         Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/').to_string(),
         _ => pattern.to_string(),
     }

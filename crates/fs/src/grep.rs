@@ -6,13 +6,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use agent_tools_confine::ConfinedPath;
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::truncate_line;
+use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::WalkState;
-use ignore::overrides::OverrideBuilder;
 
 use crate::{FileTools, GrepArgs, OutputMode, walk};
 
@@ -64,12 +63,19 @@ impl Budget {
 struct Collector<'a> {
     hits: FileHits,
     budget: &'a Budget,
-    keep_lines: bool,
+    mode: OutputMode,
     multiline: bool,
 }
 
 impl Collector<'_> {
     fn push(&mut self, number: u64, is_match: bool, bytes: &[u8]) -> bool {
+        if self.hits.lines.last().is_some_and(|l| l.number >= number) {
+            // Two multi-line matches can share a line; it is shown once.
+            return true;
+        }
+        if is_match {
+            self.hits.matches += 1;
+        }
         let text = String::from_utf8_lossy(bytes);
         let text = text.strip_suffix('\n').unwrap_or(&text);
         let text = text.strip_suffix('\r').unwrap_or(text);
@@ -89,20 +95,21 @@ impl Sink for Collector<'_> {
 
     fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         let first = mat.line_number().unwrap_or(0);
-        if !self.keep_lines {
+        if self.mode != OutputMode::Content {
+            let first_in_file = self.hits.matches == 0;
             self.hits.matches += if self.multiline {
                 mat.lines().count() as u64
             } else {
                 1
             };
-            // Files mode stops at the first match of a file; count mode goes on.
-            let first_in_file = self.hits.matches == 1;
-            let more = !first_in_file || self.budget.charge(self.hits.path.len() + 8);
-            return Ok(more && !self.budget.is_cut());
+            if first_in_file && !self.budget.charge(self.hits.path.len() + 8) {
+                return Ok(false);
+            }
+            // Files mode needs one match a file; count mode goes on.
+            return Ok(self.mode == OutputMode::Count && !self.budget.is_cut());
         }
         let mut more = true;
         for (index, line) in mat.lines().enumerate() {
-            self.hits.matches += 1;
             more &= self.push(first + index as u64, true, line);
         }
         Ok(more && !self.budget.is_cut())
@@ -127,6 +134,12 @@ impl FileTools {
             None => ws.root_path(),
         };
         let matcher = build_matcher(args)?;
+        if args.head_limit == Some(0) {
+            return Err(ToolError::invalid_input(
+                "head_limit must be at least 1; omit it for all results",
+            ));
+        }
+        let filter = args.glob.as_deref().map(NameFilter::new).transpose()?;
         let meta = ws.metadata(&base)?;
 
         let mode = args.output_mode;
@@ -166,7 +179,7 @@ impl FileTools {
                     matches: 0,
                 },
                 budget: &budget,
-                keep_lines: mode == OutputMode::Content,
+                mode,
                 multiline: args.multiline,
             };
             // Unreadable files are skipped, like ripgrep without --debug.
@@ -184,23 +197,20 @@ impl FileTools {
                     .collect()
             }
         } else {
-            let overrides = match &args.glob {
-                Some(glob) => Some(
-                    OverrideBuilder::new(base.abs())
-                        .add(glob)
-                        .and_then(|builder| builder.build())
-                        .map_err(|err| {
-                            ToolError::invalid_input(format!("bad glob {glob:?}: {err}"))
-                        })?,
-                ),
-                None => None,
-            };
-            let walker = walk::walker(base.abs(), true, overrides);
+            // The glob only narrows the walk: it is applied to the files the
+            // ignore policy lets through, never used to bring ignored ones back.
+            let base_abs = base.abs();
+            let walker = walk::walker(base_abs, true);
             walk::collect_parallel(&walker, make_searcher, |searcher, entry, found| {
                 if budget.is_cut() {
                     return WalkState::Quit;
                 }
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                if let Some(filter) = &filter
+                    && !filter.allows(entry.path(), base_abs)
+                {
                     return WalkState::Continue;
                 }
                 if entry.metadata().is_ok_and(|m| m.len() > max_file_bytes) {
@@ -214,24 +224,16 @@ impl FileTools {
             })
         };
         found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok(self.render_grep(
-            &base,
-            args,
-            &found,
-            before > 0 || after > 0,
-            budget.is_cut(),
-        ))
+        Ok(self.render_grep(args, &found, before > 0 || after > 0, budget.is_cut()))
     }
 
     fn render_grep(
         &self,
-        base: &ConfinedPath,
         args: &GrepArgs,
         found: &[FileHits],
         with_context: bool,
         cut: bool,
     ) -> String {
-        let _ = base;
         let total: u64 = match args.output_mode {
             OutputMode::Content => found.iter().map(|f| f.matches).sum(),
             _ => found.len() as u64,
@@ -267,57 +269,64 @@ impl FileTools {
                 }
             }
             OutputMode::Content => {
+                let before = u64::from(args.before_context.unwrap_or(args.context));
+                let after = u64::from(args.after_context.unwrap_or(args.context));
+                // `ordinal` numbers the matching lines across all files.
                 let mut ordinal = 0u64;
                 let mut last_printed: Option<(usize, u64)> = None;
                 'files: for (file_index, hits) in found.iter().enumerate() {
+                    if ordinal >= end {
+                        break;
+                    }
                     if ordinal + hits.matches <= offset {
                         ordinal += hits.matches;
                         continue;
                     }
-                    if ordinal >= end {
-                        break;
-                    }
-                    // Which match lines of this file are in the window.
-                    let mut selected: Vec<u64> = Vec::new();
-                    for line in hits.lines.iter().filter(|l| l.is_match) {
-                        if ordinal >= offset && ordinal < end {
-                            selected.push(line.number);
-                        }
+                    let match_lines = hits.lines.iter().filter(|l| l.is_match);
+                    for matched in match_lines {
+                        let this = ordinal;
                         ordinal += 1;
-                    }
-                    let before = args.before_context.unwrap_or(args.context) as u64;
-                    let after = args.after_context.unwrap_or(args.context) as u64;
-                    let mut chunk = String::new();
-                    let mut chunk_matches = 0u64;
-                    for line in &hits.lines {
-                        let near = selected
-                            .iter()
-                            .any(|&m| line.number + before >= m && line.number <= m + after);
-                        if !near {
+                        if this < offset {
                             continue;
                         }
-                        if with_context
-                            && let Some((last_file, last_number)) = last_printed
-                            && (last_file != file_index || last_number + 1 != line.number)
-                        {
-                            chunk.push_str("--\n");
+                        if this >= end {
+                            break 'files;
                         }
-                        let separator = if line.is_match { ':' } else { '-' };
-                        chunk.push_str(&format!(
-                            "{}{separator}{}{separator}{}\n",
-                            hits.path, line.number, line.text
-                        ));
-                        if line.is_match && selected.binary_search(&line.number).is_ok() {
-                            chunk_matches += 1;
+                        // The lines of this match's group not printed yet.
+                        let low = matched.number.saturating_sub(before);
+                        let high = matched.number.saturating_add(after);
+                        let mut group = String::new();
+                        let mut previous = last_printed;
+                        for line in &hits.lines {
+                            if line.number < low || line.number > high {
+                                continue;
+                            }
+                            if previous.is_some_and(|(f, n)| f == file_index && n >= line.number) {
+                                continue;
+                            }
+                            if with_context
+                                && let Some((last_file, last_number)) = previous
+                                && (last_file != file_index || last_number + 1 != line.number)
+                            {
+                                group.push_str("--\n");
+                            }
+                            let separator = if line.is_match { ':' } else { '-' };
+                            group.push_str(&format!(
+                                "{}{separator}{}{separator}{}\n",
+                                hits.path, line.number, line.text
+                            ));
+                            previous = Some((file_index, line.number));
                         }
-                        last_printed = Some((file_index, line.number));
-                        if out.len() + chunk.len() > budget && !out.is_empty() {
+                        // Stop before a group that does not fit, but always
+                        // show at least one.
+                        if out.len() + group.len() > budget && shown_end > offset {
                             budget_hit = true;
                             break 'files;
                         }
+                        out.push_str(&group);
+                        last_printed = previous;
+                        shown_end = this + 1;
                     }
-                    out.push_str(&chunk);
-                    shown_end += chunk_matches;
                 }
             }
         }
@@ -325,6 +334,10 @@ impl FileTools {
         if total == 0 {
             out.push_str(NO_MATCHES);
             out.push('\n');
+        } else if offset >= total {
+            out.push_str(&format!(
+                "[offset {offset} is past the end of {total} results; page from offset=0]\n"
+            ));
         } else if shown_end < total {
             let why = if budget_hit {
                 "output limit reached; "
@@ -363,4 +376,48 @@ fn build_matcher(args: &GrepArgs) -> ToolResult<RegexMatcher> {
             format!("bad regex {:?}: {err}", args.pattern),
         )
     })
+}
+
+/// The `glob` argument of grep: a pattern without `/` matches the file name
+/// at any depth; one with `/` matches the path relative to the search path.
+/// A leading `!` keeps the files that do not match instead.
+struct NameFilter {
+    matcher: GlobMatcher,
+    whole_path: bool,
+    negated: bool,
+}
+
+impl NameFilter {
+    fn new(glob: &str) -> ToolResult<NameFilter> {
+        let (negated, pattern) = match glob.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, glob),
+        };
+        let whole_path = pattern.contains('/');
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        let pattern = pattern.trim_start_matches('/');
+        let matcher = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|err| ToolError::invalid_input(format!("bad glob {glob:?}: {}", err.kind())))?
+            .compile_matcher();
+        Ok(NameFilter {
+            matcher,
+            whole_path,
+            negated,
+        })
+    }
+
+    fn allows(&self, path: &std::path::Path, base: &std::path::Path) -> bool {
+        let subject = if self.whole_path {
+            path.strip_prefix(base).unwrap_or(path)
+        } else {
+            match path.file_name() {
+                Some(name) => std::path::Path::new(name),
+                None => path,
+            }
+        };
+        self.matcher.is_match(subject) != self.negated
+    }
 }

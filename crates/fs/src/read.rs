@@ -1,11 +1,16 @@
 //! `read_file`: numbered lines, paging, and tail reads of files of any size.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 use agent_tools_confine::ConfinedPath;
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_text::{DecodeError, Encoding, NumberedLines, decode_lossy, looks_binary};
+use agent_tools_text::{
+    DecodeError, Encoding, LINE_TRUNCATED_MARKER, MAX_LINE_CHARS, decode_lossy, looks_binary,
+    truncate_line, utf8_boundary,
+};
 
 use crate::{FileTools, ReadFileArgs};
 
@@ -48,7 +53,7 @@ impl FileTools {
                 ),
             ));
         }
-        let mut bytes = Vec::with_capacity(size as usize);
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         file.read_to_end(&mut bytes)
             .map_err(|err| self.workspace().io_error(&err, &path))?;
         let text = decode_for_reading(&path, &bytes)?;
@@ -58,40 +63,52 @@ impl FileTools {
         }
         let total = lines.len();
         let first = first_line(args.offset, total, &path)?;
-        Ok(self.render(&lines[first - 1..], first, total, args.limit))
+        let wanted = wanted_lines(lines.len() - (first - 1), args.limit);
+        let shown = lines[first - 1..first - 1 + wanted]
+            .iter()
+            .map(|line| shown_line(line.strip_suffix('\r').unwrap_or(line), 0));
+        Ok(self.render(shown, wanted, first, total, Continue::Forward))
     }
 
-    /// Renders `lines` (the first being line `first`) up to `limit` lines and
-    /// the output budget, with a continuation hint when lines remain.
-    fn render(&self, lines: &[&str], first: usize, total: usize, limit: u64) -> String {
-        let wanted = lines
-            .len()
-            .min(usize::try_from(limit).unwrap_or(usize::MAX));
-        let last_wanted = first + wanted - 1;
-        let mut view = NumberedLines::new(last_wanted);
+    /// Renders `wanted` display-ready lines (the first being line `first`)
+    /// within the output budget, with a continuation hint when lines remain.
+    fn render<'a>(
+        &self,
+        lines: impl Iterator<Item = Cow<'a, str>>,
+        wanted: usize,
+        first: usize,
+        total: usize,
+        next: Continue,
+    ) -> String {
+        let last_wanted = first + wanted.max(1) - 1;
+        let width = number_width(last_wanted);
+        let mut out = String::new();
         // Leave room for the hint so the facade's cut never eats it.
         let budget = self.limits().max_output_bytes.saturating_sub(160);
         let mut shown = 0;
-        for line in &lines[..wanted] {
-            let before = view.as_str().len();
-            view.push(first + shown, line);
-            if view.as_str().len() > budget && shown > 0 {
+        for line in lines.take(wanted) {
+            let before = out.len();
+            let _ = writeln!(out, "{:>width$}\t{line}", first + shown);
+            if out.len() > budget && shown > 0 {
                 // This line pushed us over: drop it and stop here.
-                let mut kept = view.finish();
-                kept.truncate(before);
-                return with_hint(kept, first, first + shown - 1, total, true);
+                out.truncate(before);
+                return with_hint(out, first, first + shown - 1, total, true, next);
             }
             shown += 1;
         }
-        let out = view.finish();
         let last = first + shown - 1;
         if last < total {
-            with_hint(out, first, last, total, false)
+            with_hint(out, first, last, total, false, next)
         } else {
             out
         }
     }
 
+    /// The last lines of a file over the size limit. Reads backwards from the
+    /// end to find where they start, counts the lines before that to number
+    /// them, then reads forwards only as much as the view can show: memory
+    /// stays bounded by the output budget whatever the file's size, and
+    /// however long its lines are.
     fn read_tail_of_large_file(
         &self,
         path: &ConfinedPath,
@@ -106,7 +123,8 @@ impl FileTools {
         if looks_binary(&head) {
             return Err(binary_error(path));
         }
-        if Encoding::sniff(&head).is_utf16() {
+        let encoding = Encoding::sniff(&head);
+        if encoding.is_utf16() {
             return Err(ToolError::new(
                 ErrorCode::TooLarge,
                 format!(
@@ -116,33 +134,84 @@ impl FileTools {
             ));
         }
         let wanted = args.offset.unsigned_abs();
-        let (start, tail) =
-            read_last_lines(file, size, wanted, self.limits().max_output_bytes).map_err(io)?;
-        if looks_binary(&tail) {
-            return Err(binary_error(path));
-        }
+        let (start, tail_lines) = find_tail_start(file, size, wanted).map_err(io)?;
         // Real line numbers need the count of lines before the tail; counting
         // newlines streams the file in blocks and never holds it whole.
         file.seek(SeekFrom::Start(0)).map_err(io)?;
-        let before = count_newlines(&mut file.take(start)).map_err(io)?;
-        let (text, _, _) = decode_lossy(&tail).map_err(|_| binary_error(path))?;
-        let lines = split_lines(&text);
-        let total = before + lines.len();
-        Ok(self.render(&lines, before + 1, total, args.limit))
+        let before = count_newlines(&mut (&mut *file).take(start)).map_err(io)?;
+        let skip_bom = if start == 0 { encoding.bom().len() } else { 0 };
+        file.seek(SeekFrom::Start(start + skip_bom as u64))
+            .map_err(io)?;
+        let total = before + tail_lines;
+        let wanted = wanted_lines(tail_lines, args.limit);
+        let lines = read_lines_forward(file, wanted, self.limits().max_output_bytes).map_err(io)?;
+        if lines.iter().any(|line| line.kept.contains(&0)) {
+            return Err(binary_error(path));
+        }
+        let shown = lines.iter().map(TailLine::shown);
+        Ok(self.render(shown, lines.len(), before + 1, total, Continue::Backward))
     }
 }
 
-fn with_hint(mut out: String, first: usize, last: usize, total: usize, budget_hit: bool) -> String {
+/// How the continuation hint tells the caller to go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Continue {
+    /// `offset=<next line>`.
+    Forward,
+    /// `offset=-<lines left>`: a file over the size limit can only be read
+    /// from its end.
+    Backward,
+}
+
+fn with_hint(
+    mut out: String,
+    first: usize,
+    last: usize,
+    total: usize,
+    budget_hit: bool,
+    next: Continue,
+) -> String {
     let why = if budget_hit {
         " (output limit reached)"
     } else {
         ""
     };
-    out.push_str(&format!(
-        "\n[showing lines {first}-{last} of {total}{why}; call again with offset={} to continue]\n",
-        last + 1
-    ));
+    let offset = match next {
+        Continue::Forward => format!("{}", last + 1),
+        Continue::Backward => format!("-{}", total - last),
+    };
+    let _ = write!(
+        out,
+        "\n[showing lines {first}-{last} of {total}{why}; call again with offset={offset} to continue]\n"
+    );
     out
+}
+
+/// How many of `available` lines a call with `limit` shows at most.
+fn wanted_lines(available: usize, limit: u64) -> usize {
+    available.min(usize::try_from(limit).unwrap_or(usize::MAX))
+}
+
+/// The width of the number column: the digits of the last number, at least six.
+fn number_width(last_line_number: usize) -> usize {
+    let digits = last_line_number.max(1).ilog10() as usize + 1;
+    digits.max(6)
+}
+
+/// A line as shown: cut at [`MAX_LINE_CHARS`] characters with a marker saying
+/// how many were dropped, counting `more` characters known to follow `text`.
+fn shown_line(text: &str, more: usize) -> Cow<'_, str> {
+    if more == 0 {
+        return truncate_line(text);
+    }
+    let (cut, dropped) = match text.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut, _)) => (cut, text[cut..].chars().count() + more),
+        None => (text.len(), more),
+    };
+    Cow::Owned(format!(
+        "{}{LINE_TRUNCATED_MARKER} {dropped} more characters]",
+        &text[..cut]
+    ))
 }
 
 fn binary_error(path: &ConfinedPath) -> ToolError {
@@ -200,58 +269,122 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
-/// Reads backwards from the end until `wanted` lines are found (or the bytes
-/// gathered pass a cap well above what could be shown). Returns the offset
-/// where the first returned line starts and the bytes from there to the end.
-fn read_last_lines(
-    file: &mut File,
-    size: u64,
-    wanted: u64,
-    output_budget: usize,
-) -> std::io::Result<(u64, Vec<u8>)> {
-    // Never gather more than a few times the output budget: the view cannot
-    // show more than that anyway.
-    let cap = (output_budget as u64).saturating_mul(4).max(TAIL_BLOCK);
-    let mut tail: Vec<u8> = Vec::new();
+/// Scans backwards from the end of a non-empty file for the start of its
+/// last `wanted` lines, holding one block at a time. Returns the byte offset
+/// where the first of them starts, and how many lines there are from there to
+/// the end (fewer than `wanted` when the file is shorter).
+fn find_tail_start(file: &mut File, size: u64, wanted: u64) -> std::io::Result<(u64, usize)> {
     let mut pos = size;
     let mut newlines = 0u64;
-    let mut skip_final_newline = true;
-    loop {
-        if pos == 0 {
-            return Ok((0, tail));
-        }
+    let mut chunk = vec![0u8; usize::try_from(TAIL_BLOCK.min(size)).unwrap_or(0)];
+    while pos > 0 {
         let block = TAIL_BLOCK.min(pos);
         pos -= block;
-        let mut chunk = vec![0u8; block as usize];
+        let chunk = &mut chunk[..usize::try_from(block).unwrap_or(0)];
         file.seek(SeekFrom::Start(pos))?;
-        file.read_exact(&mut chunk)?;
-        for index in (0..chunk.len()).rev() {
-            if chunk[index] != b'\n' {
-                skip_final_newline = false;
-                continue;
-            }
-            if skip_final_newline {
+        file.read_exact(chunk)?;
+        for index in memchr::memrchr_iter(b'\n', chunk) {
+            let at = pos + index as u64;
+            if at + 1 == size {
                 // The newline that ends the last line does not start a line.
-                skip_final_newline = false;
                 continue;
             }
             newlines += 1;
             if newlines == wanted {
-                let start = pos + index as u64 + 1;
-                let mut out = chunk[index + 1..].to_vec();
-                out.extend_from_slice(&tail);
-                return Ok((start, out));
+                return Ok((at + 1, usize::try_from(wanted).unwrap_or(usize::MAX)));
             }
         }
-        chunk.extend_from_slice(&tail);
-        tail = chunk;
-        if tail.len() as u64 > cap {
-            // Too many bytes for the lines asked: start at the next line break
-            // inside what we have so the view begins on a whole line.
-            let cut = tail.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
-            return Ok((pos + cut as u64, tail[cut..].to_vec()));
+    }
+    Ok((0, usize::try_from(newlines + 1).unwrap_or(usize::MAX)))
+}
+
+/// Bytes kept of one line read forwards: enough for [`MAX_LINE_CHARS`]
+/// characters of up to four bytes each, and a few more so the cut never
+/// splits the last of them.
+const KEEP_PER_LINE: usize = MAX_LINE_CHARS * 4 + 4;
+
+/// One line of a tail read: its first bytes, and how many characters follow
+/// them that were counted but not kept.
+struct TailLine {
+    kept: Vec<u8>,
+    more_chars: usize,
+}
+
+impl TailLine {
+    fn shown(&self) -> Cow<'_, str> {
+        let text = String::from_utf8_lossy(&self.kept);
+        Cow::Owned(shown_line(&text, self.more_chars).into_owned())
+    }
+}
+
+/// Reads up to `wanted` lines forwards, keeping at most [`KEEP_PER_LINE`]
+/// bytes of each, and stopping once what was read is more than
+/// `output_budget` can show.
+fn read_lines_forward(
+    file: &mut File,
+    wanted: usize,
+    output_budget: usize,
+) -> std::io::Result<Vec<TailLine>> {
+    let mut reader = BufReader::with_capacity(TAIL_BLOCK as usize, file);
+    let mut lines = Vec::new();
+    let mut gathered = 0usize;
+    while lines.len() < wanted && gathered <= output_budget {
+        let mut line = TailLine {
+            kept: Vec::new(),
+            more_chars: 0,
+        };
+        let mut last_byte = None;
+        let mut ended = false;
+        // Once bytes of the line were dropped, none after them may be kept.
+        let mut cut = false;
+        loop {
+            let buf = reader.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            let (part, used) = match memchr::memchr(b'\n', buf) {
+                Some(at) => (&buf[..at], at + 1),
+                None => (buf, buf.len()),
+            };
+            if let Some(&byte) = part.last() {
+                last_byte = Some(byte);
+            }
+            let room = if cut {
+                0
+            } else {
+                KEEP_PER_LINE.saturating_sub(line.kept.len())
+            };
+            let keep = utf8_boundary(part, room);
+            cut |= keep < part.len();
+            line.kept.extend_from_slice(&part[..keep]);
+            // Characters past what is kept: every byte that does not continue
+            // a UTF-8 sequence starts one.
+            line.more_chars += part[keep..].iter().filter(|&&b| b & 0xC0 != 0x80).count();
+            let found_newline = used > part.len();
+            reader.consume(used);
+            if found_newline {
+                ended = true;
+                break;
+            }
+        }
+        if !ended && last_byte.is_none() {
+            break; // end of file
+        }
+        // A CRLF line shows without its `\r`, kept or only counted.
+        if last_byte == Some(b'\r') {
+            if line.more_chars > 0 {
+                line.more_chars -= 1;
+            } else {
+                line.kept.pop();
+            }
+        }
+        gathered += line.kept.len().min(MAX_LINE_CHARS * 4) + 8;
+        lines.push(line);
+        if !ended {
+            break;
         }
     }
+    Ok(lines)
 }
 
 fn count_newlines(reader: &mut impl Read) -> std::io::Result<usize> {
@@ -262,7 +395,7 @@ fn count_newlines(reader: &mut impl Read) -> std::io::Result<usize> {
         if n == 0 {
             return Ok(count);
         }
-        count += buf[..n].iter().filter(|&&b| b == b'\n').count();
+        count += memchr::memchr_iter(b'\n', &buf[..n]).count();
     }
 }
 
@@ -280,7 +413,7 @@ mod tests {
     }
 
     #[test]
-    fn tail_reader_finds_the_last_lines_across_blocks() {
+    fn tail_start_is_found_across_blocks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big");
         let mut content = String::new();
@@ -290,11 +423,15 @@ mod tests {
         std::fs::write(&path, &content).unwrap();
         let mut file = File::open(&path).unwrap();
         let size = content.len() as u64;
-        let (start, tail) = read_last_lines(&mut file, size, 3, 1 << 20).unwrap();
-        assert_eq!(tail, b"line 49998\nline 49999\nline 50000\n");
-        assert_eq!(&content.as_bytes()[start as usize..], &tail[..]);
-        let (start, tail) = read_last_lines(&mut file, size, 60_000, 1 << 30).unwrap();
-        assert_eq!(start, 0);
-        assert_eq!(tail.len(), content.len());
+        let (start, lines) = find_tail_start(&mut file, size, 3).unwrap();
+        assert_eq!(
+            &content[start as usize..],
+            "line 49998\nline 49999\nline 50000\n"
+        );
+        assert_eq!(lines, 3);
+        assert_eq!(
+            find_tail_start(&mut file, size, 60_000).unwrap(),
+            (0, 50_000)
+        );
     }
 }

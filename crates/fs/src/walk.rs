@@ -5,14 +5,10 @@
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use ignore::{WalkBuilder, WalkState, overrides::Override};
+use ignore::{WalkBuilder, WalkState};
 
 /// A parallel walker over `base` with the shared policy.
-pub(crate) fn walker(
-    base: &Path,
-    respect_gitignore: bool,
-    overrides: Option<Override>,
-) -> WalkBuilder {
+pub(crate) fn walker(base: &Path, respect_gitignore: bool) -> WalkBuilder {
     let mut builder = WalkBuilder::new(base);
     builder
         .hidden(false)
@@ -28,9 +24,6 @@ pub(crate) fn walker(
         .threads(worker_threads());
     if respect_gitignore {
         builder.filter_entry(|entry| entry.file_name() != ".git");
-    }
-    if let Some(overrides) = overrides {
-        builder.overrides(overrides);
     }
     builder
 }
