@@ -200,6 +200,27 @@ impl Workspace {
         }
     }
 
+    /// Resolves an optional path: the root when it is absent.
+    pub fn resolve_or_root(&self, input: Option<&str>) -> ToolResult<ConfinedPath> {
+        match input {
+            Some(input) => self.resolve(input),
+            None => Ok(self.root_path()),
+        }
+    }
+
+    /// Resolves an optional directory (the root when absent) and checks that
+    /// it is one: a file is `not_a_file`, with `advice` ending the message.
+    pub fn resolve_dir(&self, input: Option<&str>, advice: &str) -> ToolResult<ConfinedPath> {
+        let path = self.resolve_or_root(input)?;
+        if !self.metadata(&path)?.is_dir() {
+            return Err(ToolError::new(
+                ErrorCode::NotAFile,
+                format!("{}: is a file, not a directory; {advice}", path.display),
+            ));
+        }
+        Ok(path)
+    }
+
     /// Resolves a caller's path (relative to the root, or absolute).
     pub fn resolve(&self, input: &str) -> ToolResult<ConfinedPath> {
         if input.contains('\0') {

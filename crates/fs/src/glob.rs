@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 use ignore::WalkState;
 
@@ -15,17 +15,7 @@ impl FileTools {
     /// Finds files whose path relative to the base matches the pattern.
     pub fn glob(&self, args: &GlobArgs) -> ToolResult<String> {
         let ws = self.workspace();
-        let base = match &args.path {
-            Some(path) => ws.resolve(path)?,
-            None => ws.root_path(),
-        };
-        let meta = ws.metadata(&base)?;
-        if !meta.is_dir() {
-            return Err(ToolError::new(
-                ErrorCode::NotAFile,
-                format!("{base}: is a file; glob searches a directory"),
-            ));
-        }
+        let base = ws.resolve_dir(args.path.as_deref(), "glob searches a directory")?;
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs());
         let matcher = GlobBuilder::new(&pattern)

@@ -129,10 +129,7 @@ impl FileTools {
     /// Searches file contents. See SPEC.md for the output formats.
     pub fn grep(&self, args: &GrepArgs) -> ToolResult<String> {
         let ws = self.workspace();
-        let base = match &args.path {
-            Some(path) => ws.resolve(path)?,
-            None => ws.root_path(),
-        };
+        let base = ws.resolve_or_root(args.path.as_deref())?;
         let matcher = build_matcher(args)?;
         if args.head_limit == Some(0) {
             return Err(ToolError::invalid_input(

@@ -1,6 +1,6 @@
 //! `list_dir`: the entries of one directory.
 
-use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use agent_tools_error::ToolResult;
 
 use crate::{FileTools, ListDirArgs};
 
@@ -12,17 +12,7 @@ impl FileTools {
     /// trailing `/`, symlinks as `name -> target`.
     pub fn list_dir(&self, args: &ListDirArgs) -> ToolResult<String> {
         let ws = self.workspace();
-        let path = match &args.path {
-            Some(path) => ws.resolve(path)?,
-            None => ws.root_path(),
-        };
-        let meta = ws.metadata(&path)?;
-        if !meta.is_dir() {
-            return Err(ToolError::new(
-                ErrorCode::NotAFile,
-                format!("{path}: is a file, not a directory; use read_file to read it"),
-            ));
-        }
+        let path = ws.resolve_dir(args.path.as_deref(), "use read_file to read it")?;
         let dir = ws.open_dir(&path)?;
         let io = |err: std::io::Error| ws.io_error(&err, &path);
         let mut entries: Vec<(String, String)> = Vec::new();
