@@ -1,5 +1,7 @@
 //! End-to-end: the bash tool through `AgentTools::call`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 #[path = "support/facade.rs"]
 mod facade;
 
@@ -278,4 +280,76 @@ fn bad_arguments_are_invalid_input() {
     ] {
         fail_with(&tools, "bash", args, "invalid_input");
     }
+}
+
+#[test]
+fn output_that_grows_when_escaped_still_fits_the_cap_and_is_kept_whole() {
+    let sb = Sandbox::new();
+    let tools = sb.tools_with(|b| b.max_output_bytes(2048));
+    // 1500 control bytes: within the inline budget as raw bytes, but six
+    // times longer as JSON (`\u0001`). Also some quotes on stderr.
+    let value = run(
+        &tools,
+        json!({"command": "i=0; while [ $i -lt 1500 ]; do printf '\\001'; i=$((i+1)); done; printf '\"%.0s' $(seq 300) >&2"}),
+    );
+    let text = value.to_string();
+    assert!(text.len() <= 2048, "{} bytes: {text}", text.len());
+    assert_eq!(value["exit_code"], 0);
+    assert_eq!(value["truncated"], true, "{value}");
+    let spill = value["stdout_spill"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{value}"));
+    assert!(spill.starts_with(".agent-tools/spill/"), "{spill}");
+    assert_eq!(
+        sb.read(spill),
+        vec![1u8; 1500],
+        "the spill file holds all of stdout"
+    );
+    let inline = value["stdout"].as_str().unwrap();
+    assert!(inline.bytes().all(|b| b == 1));
+    // stderr is either whole inline or whole in its own spill file.
+    match value["stderr_spill"].as_str() {
+        Some(path) => assert_eq!(sb.read(path), vec![b'"'; 300]),
+        None => assert_eq!(value["stderr"], "\"".repeat(300)),
+    }
+}
+
+#[test]
+fn a_timeout_envelope_with_escaped_output_fits_the_cap() {
+    let sb = Sandbox::new();
+    let tools = sb.tools_with(|b| b.max_output_bytes(2048).bash_timeout_max_ms(300));
+    let result = tools.call(
+        "bash",
+        json!({"command": "i=0; while [ $i -lt 1500 ]; do printf '\\n'; i=$((i+1)); done; sleep 30"}),
+    );
+    assert!(
+        result.text.len() <= 2048,
+        "{} bytes: {}",
+        result.text.len(),
+        result.text
+    );
+    let (code, _, envelope) = facade::envelope("bash", &json!({}), &result);
+    assert_eq!(code, "timeout");
+    assert_eq!(envelope["timed_out"], true);
+    let spill = envelope["stdout_spill"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{envelope}"));
+    assert_eq!(sb.read_string(spill), "\n".repeat(1500));
+}
+
+#[test]
+fn a_spill_folder_linked_outside_is_refused() {
+    let sb = Sandbox::new();
+    let outside = sb.outside().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, sb.path(".agent-tools")).unwrap();
+    let tools = sb.tools_with(|b| b.max_output_bytes(1024));
+    let (code, message, _) = fail(&tools, "bash", json!({"command": "seq 1 100000"}));
+    assert_eq!(code, "path_escape", "{message}");
+    assert!(message.contains(".agent-tools"), "{message}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "wrote outside the root"
+    );
 }

@@ -1,5 +1,7 @@
 //! End-to-end: apply_patch through `AgentTools::call`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 #[path = "support/facade.rs"]
 mod facade;
 #[path = "support/tree.rs"]

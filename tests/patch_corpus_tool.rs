@@ -6,6 +6,8 @@
 //! When the variable is unset or names no folder, the test says it is
 //! skipped and passes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 #[path = "support/facade.rs"]
 mod facade;
 #[path = "support/tree.rs"]

@@ -1,7 +1,7 @@
 //! A minimal MCP client over the `agent-tools mcp` child's stdio, for tests
 //! and benchmarks: newline-delimited JSON-RPC, responses matched by id.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
