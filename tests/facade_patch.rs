@@ -404,3 +404,87 @@ fn patches_in_parallel_on_disjoint_files_all_apply() {
         assert_eq!(sb.read_string(&format!("made/{i}.txt")), format!("{i}\n"));
     }
 }
+
+#[test]
+fn one_file_named_twice_under_different_spellings_is_refused() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\ntwo\nthree\n");
+    std::fs::create_dir(sb.path("sub")).unwrap();
+    std::os::unix::fs::symlink("a.txt", sb.path("alias.txt")).unwrap();
+    let before = tree::snapshot(&sb.root);
+    let tools = sb.tools();
+    for other in ["./a.txt", "sub/../a.txt", "alias.txt"] {
+        let patch = format!(
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+ONE\n--- a/{other}\n+++ b/{other}\n@@ -3 +3 @@\n-three\n+THREE\n"
+        );
+        let result = tools.call("apply_patch", json!({"patch": patch}));
+        // Either both changes land, or the patch is refused; never one
+        // change silently overwriting the other.
+        if result.is_error {
+            let (code, message, _) = facade::envelope("apply_patch", &json!({}), &result);
+            assert_eq!(code, "invalid_input", "{other}: {message}");
+            tree::assert_same_tree(&before, &tree::snapshot(&sb.root), other);
+        } else {
+            assert_eq!(
+                sb.read_string("a.txt"),
+                "ONE\ntwo\nTHREE\n",
+                "{other}: {}",
+                result.text
+            );
+            sb.write("a.txt", "one\ntwo\nthree\n");
+        }
+    }
+}
+
+#[test]
+fn concurrent_patches_and_edits_of_one_file_lose_no_update() {
+    let sb = Sandbox::new();
+    let lines: Vec<String> = (0..16).map(|i| format!("m{i:02}")).collect();
+    sb.write("shared.txt", lines.join("\n") + "\n");
+    let tools = std::sync::Arc::new(sb.tools());
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let tools = tools.clone();
+            std::thread::spawn(move || {
+                let result = if i % 2 == 0 {
+                    let line = i + 1;
+                    let patch = format!(
+                        "--- a/shared.txt\n+++ b/shared.txt\n@@ -{line} +{line} @@\n-m{i:02}\n+patched {i:02}\n"
+                    );
+                    tools.call("apply_patch", json!({"patch": patch}))
+                } else {
+                    tools.call(
+                        "edit_file",
+                        json!({"path": "shared.txt", "old_string": format!("m{i:02}"), "new_string": format!("edited {i:02}")}),
+                    )
+                };
+                assert!(!result.is_error, "{i}: {}", result.text);
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let expected: Vec<String> = (0..16)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("patched {i:02}")
+            } else {
+                format!("edited {i:02}")
+            }
+        })
+        .collect();
+    assert_eq!(sb.read_string("shared.txt"), expected.join("\n") + "\n");
+}
+
+#[test]
+fn a_rename_header_naming_one_file_twice_is_an_edit_in_place() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\ntwo\n");
+    let tools = sb.tools();
+    let patch = "--- a/a.txt\n+++ b/./a.txt\n@@ -1,2 +1,2 @@\n-one\n+ONE\n two\n";
+    let text = ok(&tools, "apply_patch", json!({"patch": patch}));
+    assert_eq!(text, "applied patch to 1 file:\nM a.txt (1 hunk)\n");
+    assert_eq!(sb.read_string("a.txt"), "ONE\ntwo\n");
+    assert_eq!(tree::snapshot(&sb.root).len(), 1);
+}

@@ -78,7 +78,11 @@ fn wait_for_file(path: &Path, limit: Duration) -> String {
         {
             return text;
         }
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -103,7 +107,10 @@ fn writers_patch_and_bash_over_mcp() {
         json!({"path": "new.txt", "old_string": "hello", "new_string": "hello, world"}),
     );
     assert_eq!(text, "edited new.txt: 1 replacement at line 1");
-    assert_eq!(std::fs::read(root.join("new.txt")).unwrap(), b"hello, world");
+    assert_eq!(
+        std::fs::read(root.join("new.txt")).unwrap(),
+        b"hello, world"
+    );
 
     let message = call_err(
         &mut client,
@@ -128,7 +135,10 @@ fn writers_patch_and_bash_over_mcp() {
         text,
         "applied patch to 2 files:\nM a.txt (1 hunk)\nA sub/b.txt (1 hunk)\n"
     );
-    assert_eq!(std::fs::read_to_string(root.join("sub/b.txt")).unwrap(), "bee\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("sub/b.txt")).unwrap(),
+        "bee\n"
+    );
 
     let before = tree::snapshot(&root);
     call_err(
@@ -175,7 +185,11 @@ fn bash_timeout_over_mcp_is_clamped_and_returns_the_envelope() {
         "bash",
         json!({"command": "echo partial; sleep 30", "timeout_ms": 60000}),
     );
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(is_error, "{text}");
     let (code, _, value) = envelope(&text);
     assert_eq!(code, "timeout");
@@ -191,9 +205,18 @@ fn read_only_server_refuses_every_mutating_tool() {
     let mut client = McpClient::start(&root, &["--read-only"]);
     for (name, args) in [
         ("write_file", json!({"path": "a.txt", "content": "y"})),
-        ("edit_file", json!({"path": "a.txt", "old_string": "x", "new_string": "y"})),
-        ("multi_edit", json!({"path": "a.txt", "edits": [{"old_string": "x", "new_string": "y"}]})),
-        ("apply_patch", json!({"patch": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-x\n+y\n"})),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "x", "new_string": "y"}),
+        ),
+        (
+            "multi_edit",
+            json!({"path": "a.txt", "edits": [{"old_string": "x", "new_string": "y"}]}),
+        ),
+        (
+            "apply_patch",
+            json!({"patch": "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-x\n+y\n"}),
+        ),
         ("bash", json!({"command": "echo y > a.txt"})),
     ] {
         call_err(&mut client, name, args, "not_found");
@@ -238,8 +261,14 @@ fn cancelling_a_running_command_kills_its_process_group() {
 
     // Past the time the command would have finished: nothing was written.
     std::thread::sleep(Duration::from_millis(3300).saturating_sub(cancelled_at.elapsed()));
-    assert!(!root.join("marker").exists(), "the command ran to completion");
-    assert!(!root.join("bg-marker").exists(), "a background job survived");
+    assert!(
+        !root.join("marker").exists(),
+        "the command ran to completion"
+    );
+    assert!(
+        !root.join("bg-marker").exists(),
+        "a background job survived"
+    );
     assert!(client.shutdown().success());
 }
 
@@ -261,7 +290,10 @@ fn concurrent_edits_and_reads_are_all_answered() {
                 "new_string": format!("edited {i}")
             }}),
         );
-        expected.insert(id, (false, format!("edited e{i}.txt: 1 replacement at line 1")));
+        expected.insert(
+            id,
+            (false, format!("edited e{i}.txt: 1 replacement at line 1")),
+        );
         let id = client.send_request(
             "tools/call",
             json!({"name": "read_file", "arguments": {"path": format!("r{i}.txt")}}),
@@ -325,7 +357,9 @@ fn garbage_arguments_to_every_tool_get_invalid_input_envelopes() {
             cases.push(Value::Object(args));
         }
         // Everything wrong at once.
-        cases.push(json!({"path": [], "pattern": null, "edits": {}, "command": false, "patch": 1.5}));
+        cases.push(
+            json!({"path": [], "pattern": null, "edits": {}, "command": false, "patch": 1.5}),
+        );
         for args in cases {
             let response = client.request("tools/call", json!({"name": name, "arguments": args}));
             assert!(
