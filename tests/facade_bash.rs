@@ -64,6 +64,12 @@ fn runs_in_the_root_or_in_cwd_inside_it() {
         value["stdout"],
         format!("{}\n", sb.path("sub/dir").display())
     );
+    let abs = sb.path("sub");
+    let value = run(
+        &tools,
+        json!({"command": "pwd -P", "cwd": abs.to_str().unwrap()}),
+    );
+    assert_eq!(value["stdout"], format!("{}\n", abs.display()));
     // Commands change the workspace like any other tool.
     run(
         &tools,

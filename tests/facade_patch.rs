@@ -488,3 +488,34 @@ fn a_rename_header_naming_one_file_twice_is_an_edit_in_place() {
     assert_eq!(sb.read_string("a.txt"), "ONE\ntwo\n");
     assert_eq!(tree::snapshot(&sb.root).len(), 1);
 }
+
+#[test]
+fn deleting_or_moving_a_symlink_is_refused_and_its_target_kept() {
+    let sb = Sandbox::new();
+    sb.write("target.txt", "x\n");
+    std::os::unix::fs::symlink("target.txt", sb.path("link.txt")).unwrap();
+    let before = tree::snapshot(&sb.root);
+    let tools = sb.tools();
+    for patch in [
+        "--- a/link.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+        "diff --git a/link.txt b/moved.txt\nsimilarity index 100%\nrename from link.txt\nrename to moved.txt\n",
+    ] {
+        let message = fail_with(&tools, "apply_patch", json!({"patch": patch}), "not_a_file");
+        assert!(message.contains("symbolic link"), "{message}");
+        tree::assert_same_tree(&before, &tree::snapshot(&sb.root), patch);
+    }
+    // Modifying through the link edits the file it points to, like edit_file.
+    ok(
+        &tools,
+        "apply_patch",
+        json!({"patch": "--- a/link.txt\n+++ b/link.txt\n@@ -1 +1 @@\n-x\n+y\n"}),
+    );
+    assert_eq!(sb.read_string("target.txt"), "y\n");
+    assert!(
+        sb.path("link.txt")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

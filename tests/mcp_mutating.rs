@@ -356,12 +356,21 @@ fn garbage_arguments_to_every_tool_get_invalid_input_envelopes() {
             }
             cases.push(Value::Object(args));
         }
+        // No arguments at all.
+        if !required.is_empty() {
+            cases.push(Value::Null);
+        }
         // Everything wrong at once.
         cases.push(
             json!({"path": [], "pattern": null, "edits": {}, "command": false, "patch": 1.5}),
         );
         for args in cases {
-            let response = client.request("tools/call", json!({"name": name, "arguments": args}));
+            let params = if args.is_null() {
+                json!({"name": name})
+            } else {
+                json!({"name": name, "arguments": args})
+            };
+            let response = client.request("tools/call", params);
             assert!(
                 response.get("error").is_none(),
                 "{name}({args}) got a JSON-RPC error: {response}"

@@ -54,6 +54,14 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
     // silently overwriting the earlier.
     let mut touched: Vec<ConfinedPath> = Vec::new();
     for file in &mut patch.files {
+        // Resolving follows a final symlink, so deleting or moving `link`
+        // would delete or move the file it points to. Links are not patched
+        // (the engine refuses git's symlink blocks too): say so instead.
+        if matches!(file.operation, Operation::Delete | Operation::Rename)
+            && let Some(old) = &file.old_path
+        {
+            refuse_symlink(workspace, old)?;
+        }
         for path in [&mut file.old_path, &mut file.new_path]
             .into_iter()
             .flatten()
@@ -87,6 +95,22 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
     };
     let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
     Ok(summarize(&patch, &report.to_string()))
+}
+
+/// `not_a_file` when `path` (already known to resolve inside the root)
+/// names a symbolic link itself.
+fn refuse_symlink(workspace: &Workspace, path: &str) -> ToolResult<()> {
+    workspace.resolve(path)?;
+    let named = workspace.root().join(path);
+    match std::fs::symlink_metadata(&named) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!(
+                "{path}: is a symbolic link; apply_patch does not delete or move links (use bash to change links)"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn summarize(patch: &Patch, report: &str) -> String {
