@@ -4,7 +4,7 @@ use std::path::Path;
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_patch::{FileStore, Patch, PatchError, StoreError};
+use agent_tools_patch::{FileStore, Operation, Patch, PatchError, StoreError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -36,7 +36,7 @@ pub(crate) fn apply_patch_tool() -> ToolDef {
 }
 
 fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
-    let patch = agent_tools_patch::parse(text).map_err(|err| patch_error(&err))?;
+    let mut patch = agent_tools_patch::parse(text).map_err(|err| patch_error(&err))?;
     if patch.files.is_empty() {
         return Err(ToolError::invalid_input(
             "the patch has no file blocks: expected `--- old` / `+++ new` headers followed by @@ hunks",
@@ -46,10 +46,33 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
     // Every path the patch names goes through confinement before anything is
     // read, and the write locks of all of them are held (in sorted order, so
     // two patches never wait on each other in a cycle) until it is done.
+    //
+    // The engine then sees each path in its resolved form, so that two
+    // spellings of one file (`a.txt`, `./a.txt`, `sub/../a.txt`, a symlink
+    // to it) are recognised as the same path and refused as a duplicate,
+    // instead of both being staged from the old content and the later one
+    // silently overwriting the earlier.
     let mut touched: Vec<ConfinedPath> = Vec::new();
-    for file in &patch.files {
-        for path in [&file.old_path, &file.new_path].into_iter().flatten() {
-            touched.push(workspace.resolve(path)?);
+    for file in &mut patch.files {
+        // Resolving follows a final symlink, so deleting or moving `link`
+        // would delete or move the file it points to. Links are not patched
+        // (the engine refuses git's symlink blocks too): say so instead.
+        if matches!(file.operation, Operation::Delete | Operation::Rename)
+            && let Some(old) = &file.old_path
+        {
+            refuse_symlink(workspace, old)?;
+        }
+        for path in [&mut file.old_path, &mut file.new_path]
+            .into_iter()
+            .flatten()
+        {
+            let resolved = workspace.resolve(path)?;
+            *path = resolved.display().to_string();
+            touched.push(resolved);
+        }
+        // `--- a/x` / `+++ b/./x` is an edit in place, not a move.
+        if file.operation == Operation::Rename && file.old_path == file.new_path {
+            file.operation = Operation::Modify;
         }
     }
     touched.sort_by(|a, b| a.abs().cmp(b.abs()));
@@ -72,6 +95,22 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
     };
     let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
     Ok(summarize(&patch, &report.to_string()))
+}
+
+/// `not_a_file` when `path` (already known to resolve inside the root)
+/// names a symbolic link itself.
+fn refuse_symlink(workspace: &Workspace, path: &str) -> ToolResult<()> {
+    workspace.resolve(path)?;
+    let named = workspace.root().join(path);
+    match std::fs::symlink_metadata(&named) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!(
+                "{path}: is a symbolic link; apply_patch does not delete or move links (use bash to change links)"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn summarize(patch: &Patch, report: &str) -> String {
