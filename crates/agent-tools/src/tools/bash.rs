@@ -55,17 +55,7 @@ const HARD_CEILING_PER_STREAM: u64 = 256 * 1024 * 1024;
 
 fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<String> {
     let workspace = services.files.workspace();
-    let cwd = match &args.cwd {
-        Some(cwd) => workspace.resolve(cwd)?,
-        None => workspace.root_path(),
-    };
-    let meta = workspace.metadata(&cwd)?;
-    if !meta.is_dir() {
-        return Err(ToolError::new(
-            ErrorCode::NotAFile,
-            format!("cwd {cwd}: is a file, not a directory"),
-        ));
-    }
+    let cwd = workspace.resolve_dir(args.cwd.as_deref(), "cwd must be a directory")?;
     // The spill folder goes through confinement like any path: a planted
     // `.agent-tools` symlink must not make the tool write outside the root.
     let spill = workspace.resolve(SPILL_DIR).map_err(|err| {
