@@ -177,7 +177,9 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
 /// Serves `tools` on stdin/stdout until the client closes the connection.
 pub async fn serve_stdio<T: ToolSet>(tools: T) -> anyhow::Result<()> {
     let server = McpServer::new(tools);
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    // Pipes (how MCP clients start servers) go through the non-blocking
+    // reactor; anything else falls back to the blocking standard streams.
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
     running.waiting().await?;
     Ok(())
 }
