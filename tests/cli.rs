@@ -1,5 +1,4 @@
 //! The `agent-tools call` and `agent-tools tools` commands.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 use std::io::Write;

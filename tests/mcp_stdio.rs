@@ -1,5 +1,4 @@
 //! End-to-end: the `agent-tools` binary speaking MCP over stdio.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 #[path = "support/mcp_client.rs"]
