@@ -66,7 +66,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
     let mut report = header(&ctx, rg_version.as_deref(), git_version.as_deref());
     print!("{report}");
+    let mut lap = Instant::now();
     let mut emit = |table: Table| {
+        eprintln!("  ({:.1} s)", lap.elapsed().as_secs_f64());
+        lap = Instant::now();
         let text = table.markdown();
         print!("{text}");
         report.push_str(&text);
@@ -158,10 +161,17 @@ pub fn result_set(text: &str) -> BTreeSet<&str> {
 }
 
 /// Compares two result sets; on a difference, warns and adds a note.
-pub fn check_same(table: &mut Table, what: &str, ours: &str, theirs: &str, their_name: &str) {
+/// Returns whether they are equal.
+pub fn check_same(
+    table: &mut Table,
+    what: &str,
+    ours: &str,
+    theirs: &str,
+    their_name: &str,
+) -> bool {
     let (a, b) = (result_set(ours), result_set(theirs));
     if a == b {
-        return;
+        return true;
     }
     let only_ours: Vec<&&str> = a.difference(&b).take(2).collect();
     let only_theirs: Vec<&&str> = b.difference(&a).take(2).collect();
@@ -173,4 +183,5 @@ pub fn check_same(table: &mut Table, what: &str, ours: &str, theirs: &str, their
     );
     eprintln!("{message}");
     table.note(message);
+    false
 }

@@ -72,6 +72,7 @@ pub fn grep(ctx: &Ctx<'_>, tree: &Tree) -> Result<Vec<Table>> {
     let exe = ctx.exe()?.clone();
     let runs = ctx.pick(10, 5);
     let mut table = Table::new(format!("grep — {}", searched(tree)));
+    let mut all_same = true;
     let variants = [
         (
             "files",
@@ -107,6 +108,7 @@ pub fn grep(ctx: &Ctx<'_>, tree: &Tree) -> Result<Vec<Table>> {
             };
             let got = result_set(&ours).len();
             if got != expected {
+                all_same = false;
                 table.note(format!(
                     "**warning:** {mode} {kind}: {got} files found, {expected} generated"
                 ));
@@ -170,9 +172,16 @@ pub fn grep(ctx: &Ctx<'_>, tree: &Tree) -> Result<Vec<Table>> {
     table.note(format!(
         "Patterns: literal `{}`, regex `{}`. {runs} timed runs each. Our output is sorted by \
          path, so `rg --sort path` (single-threaded) is the like-for-like figure; plain `rg` \
-         is its parallel fast path with unordered output. Result sets are checked equal to rg's.",
+         is its parallel fast path with unordered output.{}",
         tree::LITERAL,
-        tree::REGEX
+        tree::REGEX,
+        if !ctx.rg {
+            ""
+        } else if all_same {
+            " Every result set equals rg's and the generated counts (checked)."
+        } else {
+            " Some result sets differ: see the warnings."
+        }
     ));
     if ctx.rg && !tree.git {
         table.note("git not found: the tree is not a repository, so rg ran with --no-require-git.");
@@ -209,9 +218,17 @@ pub fn glob(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
         return Ok(table);
     }
     let theirs = rg(root, tree.git, &sorted)?;
-    check_same(&mut table, "glob", &ours, &theirs, "rg");
-    if ours.lines().eq(theirs.lines()) {
-        table.note("Same files in the same order (newest first) as `rg --sortr=modified`.");
+    let same = check_same(&mut table, "glob", &ours, &theirs, "rg");
+    let order = if ours.lines().eq(theirs.lines()) {
+        "in the same order"
+    } else {
+        // rg sorts the entries of each folder as it walks (a folder by its
+        // own mtime), not the whole list.
+        "in another order: ours is newest first over the whole tree, while rg sorts the \
+         entries within each folder (a folder by its own mtime)"
+    };
+    if same {
+        table.note(format!("Same files as rg (checked), {order}."));
     }
     let stats = interleaved(
         runs,
