@@ -191,7 +191,7 @@ pub fn edits(ctx: &Ctx<'_>) -> Result<Table> {
         }
     }
 
-    let runs = ctx.pick(10, 3);
+    let runs = ctx.pick(15, 3);
     let stats = interleaved_with_setup(
         runs,
         &mut || reset(),

@@ -110,7 +110,7 @@ impl Client {
 /// K sequential read_file round trips of a ~50-line file.
 pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     eprintln!("mcp round trips ...");
-    let k = ctx.pick(2000, 1000);
+    let k = ctx.pick(5000, 1000);
     let dir = tempfile::tempdir()?;
     let mut text = String::new();
     let mut rng = crate::tree::Rng::new(7);
@@ -138,8 +138,19 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         client.call("read_file", &args)?;
         samples.push(started.elapsed());
     }
-    client.shutdown()?;
     let mcp = Stats::of(samples);
+    // The protocol's own `ping`: the transport alone, no tool, no thread hop.
+    let mut samples = Vec::with_capacity(k);
+    for _ in 0..k {
+        let started = Instant::now();
+        let pong = client.request("ping", json!({}))?;
+        samples.push(started.elapsed());
+        if pong.get("result").is_none() {
+            bail!("ping failed: {pong}");
+        }
+    }
+    let ping = Stats::of(samples);
+    client.shutdown()?;
 
     // The same call in process: the floor under the transport.
     let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
@@ -185,7 +196,13 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         ratio(mcp.quantile(0.99), cat.quantile(0.99)),
     );
     table.row(
-        "in-process `AgentTools::call` (no transport)",
+        "for reference: MCP `ping` round trip (transport only, no tool)",
+        median_mean(&ping),
+        "—",
+        "—",
+    );
+    table.row(
+        "for reference: in-process `AgentTools::call` (no transport)",
         median_mean(&inproc),
         "—",
         "—",

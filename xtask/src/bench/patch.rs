@@ -112,7 +112,7 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
         return Ok(table);
     }
     eprintln!("patch corpus: {} cases ...", cases.len());
-    let runs = ctx.pick(5, 2);
+    let runs = ctx.pick(10, 2);
     let scratch = tempfile::tempdir()?;
     let (mut lib, mut tool, mut git) = (Engine::default(), Engine::default(), Engine::default());
     // Run 0 is the untimed warm-up that checks the results.

@@ -70,7 +70,7 @@ pub fn grep(ctx: &Ctx<'_>, tree: &Tree) -> Result<Vec<Table>> {
     let root = tree.dir.path();
     let tools = tools(root)?;
     let exe = ctx.exe()?.clone();
-    let runs = ctx.pick(10, 5);
+    let runs = ctx.pick(20, 5);
     let mut table = Table::new(format!("grep — {}", searched(tree)));
     let mut all_same = true;
     let variants = [
@@ -195,7 +195,7 @@ pub fn glob(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
     let root = tree.dir.path();
     let tools = tools(root)?;
     let exe = ctx.exe()?.clone();
-    let runs = ctx.pick(10, 5);
+    let runs = ctx.pick(20, 5);
     let mut table = Table::new(format!("glob `{}` — {}", tree::GLOB, searched(tree)));
     let args = json!({"pattern": tree::GLOB});
     let ours = call(&tools, "glob", &args)?;

@@ -41,7 +41,7 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
         Ok(())
     };
 
-    let runs = ctx.pick(200, 50);
+    let runs = ctx.pick(300, 50);
     let spawn = interleaved(
         runs,
         &mut [
@@ -54,13 +54,18 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
     let bytes: u64 = ctx.pick(200, 50) * 1_000_000;
     let producer = format!("yes abcdefghijklmnopqrstuvwxyz | head -c {bytes}");
     let to_null = format!("{producer} > /dev/null");
+    let to_file = format!("{producer} > out.txt");
     let spill_dir = root.join(".agent-tools");
-    let big_runs = ctx.pick(3, 2);
+    let big_runs = ctx.pick(5, 2);
     let big = interleaved_with_setup(
         big_runs,
         &mut || {
             if spill_dir.exists() {
                 fs::remove_dir_all(&spill_dir)?;
+            }
+            let out = root.join("out.txt");
+            if out.exists() {
+                fs::remove_file(out)?;
             }
             Ok(())
         },
@@ -78,9 +83,18 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
                 Ok(())
             }) as Step<'_>,
             Box::new(|| sh(&to_null)),
+            Box::new(|| {
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(&to_file)
+                    .current_dir(root)
+                    .stdin(Stdio::null())
+                    .status()?;
+                Ok(())
+            }),
         ],
     )?;
-    let (spilled, discarded) = (&big[0], &big[1]);
+    let (spilled, discarded, filed) = (&big[0], &big[1], &big[2]);
 
     let mut table = Table::new("bash");
     table.timed(
@@ -110,6 +124,14 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
         throughput(bytes, spilled.median()),
         throughput(bytes, discarded.median()),
         "—",
+    );
+    table.timed(
+        format!(
+            "{} MB of output: bash tool vs `sh -c '… > FILE'` (redirected to a file)",
+            bytes / 1_000_000
+        ),
+        spilled,
+        filed,
     );
     table.note(format!(
         "{runs} runs of `true` and {big_runs} of the large output, each after one untimed \
