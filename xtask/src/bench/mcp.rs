@@ -216,7 +216,8 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     };
     table.note(format!(
         "Goal: a round trip under {} — {met} (median {}, mean {}, p99 {}; {} samples after 100 \
-         untimed). `cat -n`: {} spawns.",
+         untimed). `ping` isolates the transport (stdio pipes, JSON-RPC, the server's async \
+         runtime); the in-process figure is the tool's own cost. `cat -n`: {} spawns.",
         duration(GOAL),
         duration(mcp.median()),
         duration(mcp.mean()),

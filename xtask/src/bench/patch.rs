@@ -233,9 +233,13 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
     }
     table.note(format!(
         "{runs} timed runs of the whole corpus; `before/` is copied to a fresh folder \
-         (untimed) for every apply. `git apply` is a process per case (spawn included), ours \
-         is in-process. Ours writes each file atomically and durably (temporary file, fsync, \
-         rename, fsync of the folder); `git apply` does not fsync.{}",
+         (untimed) for every apply. Ours is in-process and writes each file atomically and \
+         durably (temporary file, fsync, rename, fsync of the folder).{}{}",
+        if ctx.git {
+            " `git apply` is a process per case (spawn included) and does not fsync."
+        } else {
+            ""
+        },
         source(&cases[0]).map_or(String::new(), |s| format!(" Cases are commits of {s}."))
     ));
     Ok(table)
