@@ -49,21 +49,30 @@ impl Stats {
 pub type Step<'a> = Box<dyn FnMut() -> Result<()> + 'a>;
 
 /// Runs every step once untimed (warm-up, and a chance to check results),
-/// then `runs` rounds in which each step runs once, timed; interleaving
-/// spreads any drift of a busy machine over all contenders alike.
+/// then `runs` rounds in which each step runs once, timed, in a rotating
+/// order; interleaving spreads any drift of a busy machine over all
+/// contenders alike, and rotating evens out what one step leaves behind for
+/// the next.
 pub fn interleaved(runs: usize, steps: &mut [Step<'_>]) -> Result<Vec<Stats>> {
     for step in steps.iter_mut() {
         step()?;
     }
-    let mut samples = vec![Vec::with_capacity(runs); steps.len()];
-    for _ in 0..runs {
-        for (step, out) in steps.iter_mut().zip(samples.iter_mut()) {
+    let n = steps.len();
+    let mut samples = vec![Vec::with_capacity(runs); n];
+    for round in 0..runs {
+        for index in rotation(round, n) {
             let started = Instant::now();
-            step()?;
-            out.push(started.elapsed());
+            steps[index]()?;
+            samples[index].push(started.elapsed());
         }
     }
     Ok(samples.into_iter().map(Stats::of).collect())
+}
+
+/// The order of the steps in a round: rotated by one each round, so every
+/// step runs in every position (after every other step) equally often.
+fn rotation(round: usize, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (round + i) % n.max(1))
 }
 
 /// Like [`interleaved`], with an untimed `setup` before every run of a step
@@ -77,13 +86,14 @@ pub fn interleaved_with_setup(
         setup()?;
         step()?;
     }
-    let mut samples = vec![Vec::with_capacity(runs); steps.len()];
-    for _ in 0..runs {
-        for (step, out) in steps.iter_mut().zip(samples.iter_mut()) {
+    let n = steps.len();
+    let mut samples = vec![Vec::with_capacity(runs); n];
+    for round in 0..runs {
+        for index in rotation(round, n) {
             setup()?;
             let started = Instant::now();
-            step()?;
-            out.push(started.elapsed());
+            steps[index]()?;
+            samples[index].push(started.elapsed());
         }
     }
     Ok(samples.into_iter().map(Stats::of).collect())
@@ -136,4 +146,15 @@ pub fn fs_type(path: &Path) -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// Flushes dirty data to disk (`sync`), untimed, before a step that
+/// fsyncs: otherwise that step would also pay for writing back what the
+/// setup or an earlier contender left dirty. Best effort.
+pub fn settle() {
+    let _ = Command::new("sync")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }

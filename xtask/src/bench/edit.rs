@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::measure::{Step, interleaved, interleaved_with_setup, run_captured};
+use crate::measure::{Step, interleaved, interleaved_with_setup, run_captured, settle};
 use crate::report::Table;
 
 fn call(tools: &AgentTools, name: &str, args: &Value) -> Result<String> {
@@ -164,7 +164,13 @@ pub fn edits(ctx: &Ctx<'_>) -> Result<Table> {
     let sed = |script: &[String]| {
         run_captured(Command::new("sed").arg("-i").args(script).arg(&path), &[0]).map(drop)
     };
-    let reset = || fs::write(&path, &content).context("restoring the file");
+    let reset = || -> Result<()> {
+        // A fresh file each time, as the atomic writers and sed leave one.
+        fs::remove_file(&path).ok();
+        fs::write(&path, &content).context("restoring the file")?;
+        settle();
+        Ok(())
+    };
 
     // Check that ours and sed leave the same bytes.
     let mut table = Table::new(format!(
@@ -233,7 +239,7 @@ pub fn edits(ctx: &Ctx<'_>) -> Result<Table> {
     table.timed("multi_edit vs read + atomic write", many, atomic);
     table.timed("multi_edit vs `sed -i -e … ×50`", many, sed50);
     table.note(format!(
-        "{runs} timed runs; the file is restored (untimed) before each. Our edits write \
+        "{runs} timed runs; the file is restored and synced to disk (untimed) before each. Our edits write \
          atomically and flush to disk (temporary file, fsync, rename, fsync of the folder); \
          `sed -i` renames a temporary file but does not fsync.{}",
         if same {

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::Ctx;
-use crate::measure::Stats;
+use crate::measure::{Stats, settle};
 use crate::report::{Table, duration, median_mean, ratio};
 
 /// Where the corpus is looked for when AGENT_TOOLS_PATCH_CORPUS is unset,
@@ -124,6 +124,7 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
                 let work = scratch.path().join(format!("{run}-{index}-{engine}"));
                 fs::create_dir_all(&work)?;
                 copy_into(&case.before, &work)?;
+                settle();
                 Ok(work)
             };
 
@@ -233,7 +234,7 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
     }
     table.note(format!(
         "{runs} timed runs of the whole corpus; `before/` is copied to a fresh folder \
-         (untimed) for every apply. Ours is in-process and writes each file atomically and \
+         and synced to disk (untimed) for every apply. Ours is in-process and writes each file atomically and \
          durably (temporary file, fsync, rename, fsync of the folder).{}{}",
         if ctx.git {
             " `git apply` is a process per case (spawn included) and does not fsync."

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::measure::{Step, interleaved, interleaved_with_setup};
+use crate::measure::{Step, interleaved, interleaved_with_setup, settle};
 use crate::report::{Table, throughput};
 
 /// Spawn cost of `true`, and throughput of a large output.
@@ -67,6 +67,7 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
             if out.exists() {
                 fs::remove_file(out)?;
             }
+            settle();
             Ok(())
         },
         &mut [
