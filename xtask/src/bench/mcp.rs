@@ -1,0 +1,229 @@
+//! read_file round trips over MCP stdio, with a small client of our own.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_tools::{AgentTools, Config};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::Ctx;
+use crate::measure::{Stats, Step, interleaved, run_captured};
+use crate::report::{Table, duration, median_mean, ratio};
+
+/// The README's goal for one round trip.
+const GOAL: Duration = Duration::from_micros(150);
+
+/// A child `agent-tools mcp` and the two ends of its stdio.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    line: String,
+}
+
+impl Client {
+    fn start(exe: &Path, root: &Path) -> Result<Client> {
+        let mut child = Command::new(exe)
+            .arg("mcp")
+            .arg("--root")
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting agent-tools mcp")?;
+        let stdin = child.stdin.take().context("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+        let mut client = Client {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            next_id: 1,
+            line: String::new(),
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "xtask-bench", "version": "0"}
+            }),
+        )?;
+        if init.get("result").is_none() {
+            bail!("initialize failed: {init}");
+        }
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(client)
+    }
+
+    fn send(&mut self, message: &Value) -> Result<()> {
+        let stdin = self.stdin.as_mut().context("stdin closed")?;
+        let mut text = message.to_string();
+        text.push('\n');
+        stdin.write_all(text.as_bytes())?;
+        stdin.flush()?;
+        Ok(())
+    }
+
+    /// Sends a request and reads lines until its response.
+    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("the server closed stdout while waiting for response {id}");
+            }
+            let message: Value = serde_json::from_str(&self.line)
+                .with_context(|| format!("bad JSON from the server: {}", self.line))?;
+            if message.get("id").and_then(Value::as_u64) == Some(id) {
+                return Ok(message);
+            }
+        }
+    }
+
+    /// One tools/call; returns the text, failing on an error result.
+    fn call(&mut self, name: &str, args: &Value) -> Result<String> {
+        let response = self.request("tools/call", json!({"name": name, "arguments": args}))?;
+        let result = response.get("result").context("no result")?;
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            bail!("{name} failed: {result}");
+        }
+        result["content"][0]["text"]
+            .as_str()
+            .map(str::to_string)
+            .context("no text content")
+    }
+
+    fn shutdown(mut self) -> Result<()> {
+        drop(self.stdin.take());
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+/// K sequential read_file round trips of a ~50-line file.
+pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
+    eprintln!("mcp round trips ...");
+    let k = ctx.pick(5000, 1000);
+    let dir = tempfile::tempdir()?;
+    let mut text = String::new();
+    let mut rng = crate::tree::Rng::new(7);
+    while text.lines().count() < 50 {
+        crate::tree::code_line(&mut rng, &mut text);
+    }
+    std::fs::write(dir.path().join("small.rs"), &text)?;
+    let args = json!({"path": "small.rs"});
+
+    // Over MCP stdio.
+    let mut client = Client::start(ctx.exe()?, dir.path())?;
+    let first = client.call("read_file", &args)?;
+    if first.lines().count() != 50 {
+        bail!(
+            "read_file over MCP returned {} lines",
+            first.lines().count()
+        );
+    }
+    for _ in 0..100 {
+        client.call("read_file", &args)?;
+    }
+    let mut samples = Vec::with_capacity(k);
+    for _ in 0..k {
+        let started = Instant::now();
+        client.call("read_file", &args)?;
+        samples.push(started.elapsed());
+    }
+    let mcp = Stats::of(samples);
+    // The protocol's own `ping`: the transport alone, no tool, no thread hop.
+    let mut samples = Vec::with_capacity(k);
+    for _ in 0..k {
+        let started = Instant::now();
+        let pong = client.request("ping", json!({}))?;
+        samples.push(started.elapsed());
+        if pong.get("result").is_none() {
+            bail!("ping failed: {pong}");
+        }
+    }
+    let ping = Stats::of(samples);
+    client.shutdown()?;
+
+    // The same call in process: the floor under the transport.
+    let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
+    let mut samples = Vec::with_capacity(k);
+    for _ in 0..k {
+        let started = Instant::now();
+        let result = tools.call("read_file", args.clone());
+        samples.push(started.elapsed());
+        if result.is_error {
+            bail!("read_file failed: {}", result.text);
+        }
+    }
+    let inproc = Stats::of(samples);
+
+    // What a shell-only agent spawns to read a file.
+    let cat = interleaved(
+        ctx.pick(300, 100),
+        &mut [Box::new(|| {
+            run_captured(
+                Command::new("cat")
+                    .arg("-n")
+                    .arg("small.rs")
+                    .current_dir(dir.path()),
+                &[0],
+            )
+            .map(drop)
+        }) as Step<'_>],
+    )?;
+    let cat = &cat[0];
+
+    let mut table = Table::new(format!(
+        "read_file over MCP stdio — {k} sequential round trips of a 50-line file"
+    ));
+    table.timed(
+        "round trip (MCP stdio) vs `cat -n FILE` as a process",
+        &mcp,
+        cat,
+    );
+    table.row(
+        "round trip p99 vs `cat -n` p99",
+        duration(mcp.quantile(0.99)),
+        duration(cat.quantile(0.99)),
+        ratio(mcp.quantile(0.99), cat.quantile(0.99)),
+    );
+    table.row(
+        "for reference: MCP `ping` round trip (transport only, no tool)",
+        median_mean(&ping),
+        "—",
+        "—",
+    );
+    table.row(
+        "for reference: in-process `AgentTools::call` (no transport)",
+        median_mean(&inproc),
+        "—",
+        "—",
+    );
+    let met = if mcp.median() < GOAL && mcp.quantile(0.99) < GOAL {
+        "met at median and p99"
+    } else if mcp.median() < GOAL {
+        "met at median, not at p99"
+    } else {
+        "**not met**"
+    };
+    table.note(format!(
+        "Goal: a round trip under {} — {met} (median {}, mean {}, p99 {}; {} samples after 100 \
+         untimed). `ping` isolates the transport (stdio pipes, JSON-RPC, the server's async \
+         runtime); the in-process figure is the tool's own cost. `cat -n`: {} spawns.",
+        duration(GOAL),
+        duration(mcp.median()),
+        duration(mcp.mean()),
+        duration(mcp.quantile(0.99)),
+        mcp.len(),
+        cat.len()
+    ));
+    Ok(table)
+}
