@@ -315,6 +315,43 @@ fn concurrent_edits_and_reads_are_all_answered() {
 }
 
 #[test]
+fn slow_calls_run_in_parallel_and_do_not_stall_quick_ones() {
+    let (_dir, root) = sandbox();
+    std::fs::write(root.join("note.txt"), "quick\n").unwrap();
+    let mut client = McpClient::start(&root, &[]);
+    let started = Instant::now();
+    let slow: Vec<u64> = (0..2)
+        .map(|_| {
+            client.send_request(
+                "tools/call",
+                json!({"name": "bash", "arguments": {"command": "sleep 1"}}),
+            )
+        })
+        .collect();
+    let quick = client.send_request(
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "note.txt"}}),
+    );
+    let (is_error, text) = McpClient::call_result(&client.wait_for(quick));
+    assert!(!is_error, "{text}");
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "a quick call waited for slow ones: {:?}",
+        started.elapsed()
+    );
+    for id in slow {
+        let (is_error, text) = McpClient::call_result(&client.wait_for(id));
+        assert!(!is_error, "{text}");
+    }
+    // Two one-second commands side by side, not one after the other.
+    assert!(
+        started.elapsed() < Duration::from_millis(1800),
+        "slow calls ran one after another: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn garbage_arguments_to_every_tool_get_invalid_input_envelopes() {
     let (_outer, root) = sandbox();
     std::fs::write(root.join("a.txt"), "x\n").unwrap();
