@@ -4,44 +4,20 @@
 // Test helpers outside #[test] functions unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs;
+mod common;
+
+use common::Ws;
+
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
 
-use agent_tools_confine::{Confinement, Workspace};
 use agent_tools_error::{ErrorCode, ToolResult};
-use agent_tools_fs::{FileTools, GlobArgs, Limits};
-use tempfile::TempDir;
+use agent_tools_fs::GlobArgs;
 
-struct Ws {
-    _dir: TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-    tools: FileTools,
-}
-
-/// A workspace (a subdirectory of a tempdir, so escapes have somewhere to
-/// land) holding `files`; a path ending in `/` is a directory. Every file
-/// gets the same modification time, so order falls back to the path.
+/// A workspace holding `files`, every file with the same modification time,
+/// so order falls back to the path.
 fn tree(files: &[(&str, &str)]) -> Ws {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    let outside = dir.path().join("outside");
-    fs::create_dir(&root).unwrap();
-    fs::create_dir(&outside).unwrap();
-    fs::write(outside.join("secret.txt"), "s").unwrap();
-    let ws = Ws {
-        root: root.clone(),
-        outside,
-        tools: FileTools::new(
-            Workspace::open(&root, Confinement::Confined).unwrap(),
-            Limits::default(),
-        ),
-        _dir: dir,
-    };
-    for (path, content) in files {
-        ws.put(path, content);
+    let ws = common::tree(files);
+    for (path, _) in files {
         if !path.ends_with('/') {
             ws.age(path, 1000);
         }
@@ -50,26 +26,6 @@ fn tree(files: &[(&str, &str)]) -> Ws {
 }
 
 impl Ws {
-    fn put(&self, path: &str, content: &str) {
-        let full = self.root.join(path);
-        if path.ends_with('/') {
-            fs::create_dir_all(&full).unwrap();
-        } else {
-            fs::create_dir_all(full.parent().unwrap()).unwrap();
-            fs::write(&full, content).unwrap();
-        }
-    }
-
-    /// Sets the modification time of `path` to `secs` after a fixed epoch.
-    fn age(&self, path: &str, secs: u64) {
-        let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000 + secs);
-        let file = fs::File::options()
-            .write(true)
-            .open(self.root.join(path))
-            .unwrap();
-        file.set_modified(when).unwrap();
-    }
-
     fn run(&self, args: GlobArgs) -> ToolResult<String> {
         self.tools.glob(&args)
     }

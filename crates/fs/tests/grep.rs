@@ -4,61 +4,24 @@
 // Test helpers outside #[test] functions unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fs;
+mod common;
+
+use common::Ws;
+
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 
-use agent_tools_confine::{Confinement, Workspace};
 use agent_tools_error::{ErrorCode, ToolResult};
-use agent_tools_fs::{FileTools, GrepArgs, Limits, OutputMode};
-use tempfile::TempDir;
+use agent_tools_fs::{GrepArgs, Limits, OutputMode};
 
-struct Ws {
-    _dir: TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-    tools: FileTools,
-}
-
-/// A workspace (a subdirectory of a tempdir, so escapes have somewhere to
-/// land) holding `files`; a path ending in `/` is a directory.
 fn tree(files: &[(&str, &str)]) -> Ws {
-    tree_with(Limits::default(), files)
+    common::tree(files)
 }
 
 fn tree_with(limits: Limits, files: &[(&str, &str)]) -> Ws {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    let outside = dir.path().join("outside");
-    fs::create_dir(&root).unwrap();
-    fs::create_dir(&outside).unwrap();
-    fs::write(outside.join("secret.txt"), "needle outside\n").unwrap();
-    let ws = Ws {
-        root: root.clone(),
-        outside,
-        tools: FileTools::new(
-            Workspace::open(&root, Confinement::Confined).unwrap(),
-            limits,
-        ),
-        _dir: dir,
-    };
-    for (path, content) in files {
-        ws.put(path, content.as_bytes());
-    }
-    ws
+    common::tree_with(limits, files)
 }
 
 impl Ws {
-    fn put(&self, path: &str, content: &[u8]) {
-        let full = self.root.join(path);
-        if path.ends_with('/') {
-            fs::create_dir_all(&full).unwrap();
-        } else {
-            fs::create_dir_all(full.parent().unwrap()).unwrap();
-            fs::write(&full, content).unwrap();
-        }
-    }
-
     fn run(&self, args: &GrepArgs) -> ToolResult<String> {
         self.tools.grep(args)
     }

@@ -3,47 +3,18 @@
 // Test helpers outside #[test] functions unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::Ws;
+
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 
-use agent_tools_confine::{Confinement, Workspace};
 use agent_tools_error::{ErrorCode, ToolResult};
-use agent_tools_fs::{FileTools, Limits, ListDirArgs};
-use tempfile::TempDir;
+use agent_tools_fs::ListDirArgs;
 
-struct Ws {
-    _dir: TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-    tools: FileTools,
-}
-
-/// A workspace (a subdirectory of a tempdir, so escapes have somewhere to
-/// land) holding `files`; a path ending in `/` is a directory.
 fn tree(files: &[(&str, &str)]) -> Ws {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ws");
-    let outside = dir.path().join("outside");
-    fs::create_dir(&root).unwrap();
-    fs::create_dir(&outside).unwrap();
-    for (path, content) in files {
-        let full = root.join(path);
-        if path.ends_with('/') {
-            fs::create_dir_all(&full).unwrap();
-        } else {
-            fs::create_dir_all(full.parent().unwrap()).unwrap();
-            fs::write(&full, content).unwrap();
-        }
-    }
-    let ws = Workspace::open(&root, Confinement::Confined).unwrap();
-    let root = ws.root().to_path_buf();
-    Ws {
-        _dir: dir,
-        root,
-        outside,
-        tools: FileTools::new(ws, Limits::default()),
-    }
+    common::tree(files)
 }
 
 impl Ws {
