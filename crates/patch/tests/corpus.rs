@@ -11,7 +11,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use agent_tools_patch::{DirStore, apply, parse};
-use common::{assert_trees_equal, copy_tree, memory_store, read_tree};
+use common::{assert_exec_bits, assert_trees_equal, copy_tree, memory_store, read_tree};
 
 fn corpus_cases() -> Option<Vec<PathBuf>> {
     let Some(dir) = std::env::var_os("AGENT_TOOLS_PATCH_CORPUS") else {
@@ -50,21 +50,7 @@ fn corpus_reproduces_every_case() {
         let mut store = DirStore::new(tmp.path());
         apply(&patch, &mut store).unwrap_or_else(|e| panic!("{name}: dir apply: {e}"));
         assert_trees_equal(&name, &read_tree(tmp.path()), &want);
-        #[cfg(unix)]
-        for fp in &patch.files {
-            use std::os::unix::fs::PermissionsExt;
-            if let (Some(path), Some(mode)) = (&fp.new_path, fp.new_mode) {
-                let got = fs::metadata(tmp.path().join(path))
-                    .unwrap()
-                    .permissions()
-                    .mode();
-                assert_eq!(
-                    got & 0o100 != 0,
-                    mode & 0o100 != 0,
-                    "{name}: exec bit of {path}"
-                );
-            }
-        }
+        assert_exec_bits(&name, &patch, tmp.path());
 
         // Memory store.
         let mut mem = memory_store(&case.join("before"));

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agent_tools_patch::{DirStore, apply, parse};
-use common::{assert_trees_equal, copy_tree, memory_store, read_tree};
+use common::{assert_exec_bits, assert_trees_equal, copy_tree, memory_store, read_tree};
 
 fn fixture_cases() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -38,21 +38,7 @@ fn fixtures_apply_to_whole_trees() {
         let report =
             apply(&patch, &mut DirStore::new(tmp.path())).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_trees_equal(&name, &read_tree(tmp.path()), &want);
-        #[cfg(unix)]
-        for fp in &patch.files {
-            use std::os::unix::fs::PermissionsExt;
-            if let (Some(path), Some(mode)) = (&fp.new_path, fp.new_mode) {
-                let got = fs::metadata(tmp.path().join(path))
-                    .unwrap()
-                    .permissions()
-                    .mode();
-                assert_eq!(
-                    got & 0o100 != 0,
-                    mode & 0o100 != 0,
-                    "{name}: exec bit of {path}"
-                );
-            }
-        }
+        assert_exec_bits(&name, &patch, tmp.path());
 
         let mut mem = memory_store(&case.join("before"));
         let mem_report = apply(&patch, &mut mem).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -73,3 +73,23 @@ pub fn assert_trees_equal(
         assert!(want.contains_key(path), "{case}: {path} should not exist");
     }
 }
+
+/// Checks that every file the patch gives a mode to has the executable bit
+/// that mode says, under `root`.
+pub fn assert_exec_bits(name: &str, patch: &agent_tools_patch::Patch, root: &std::path::Path) {
+    #[cfg(unix)]
+    for fp in &patch.files {
+        use std::os::unix::fs::PermissionsExt;
+        if let (Some(path), Some(mode)) = (&fp.new_path, fp.new_mode) {
+            let got = std::fs::metadata(root.join(path))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(
+                got & 0o100 != 0,
+                mode & 0o100 != 0,
+                "{name}: exec bit of {path}"
+            );
+        }
+    }
+}
