@@ -150,6 +150,15 @@ impl AgentTools {
                 is_error: false,
                 text: bound_output(text, self.services.config.max_output_bytes()),
             },
+            // A call the caller gave up on failed because it was told to:
+            // not worth an error line in the log.
+            Err(err) if call.cancel.is_cancelled() => {
+                tracing::debug!(tool = name, detail = err.detail(), "call cancelled");
+                DispatchResult {
+                    is_error: true,
+                    text: err.to_envelope_value().to_string(),
+                }
+            }
             Err(err) => DispatchResult::from_error(&err),
         }
     }
