@@ -87,6 +87,19 @@ fn group_gone(pgid: i32, limit: Duration) -> bool {
     }
 }
 
+/// A cancel flag and the thread that sets it after `delay`.
+fn cancel_after(delay: Duration) -> (Arc<AtomicBool>, thread::JoinHandle<()>) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let setter = {
+        let cancel = Arc::clone(&cancel);
+        thread::spawn(move || {
+            thread::sleep(delay);
+            cancel.store(true, Ordering::Relaxed);
+        })
+    };
+    (cancel, setter)
+}
+
 fn field<'a>(err: &'a ToolError, key: &str) -> &'a Value {
     err.fields()
         .get(key)
@@ -373,14 +386,7 @@ fn background_job_with_redirected_output_keeps_running() {
 #[test]
 fn cancellation_kills_the_group_and_returns() {
     let ws = Ws::new();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let setter = {
-        let cancel = Arc::clone(&cancel);
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(100));
-            cancel.store(true, Ordering::Relaxed);
-        })
-    };
+    let (cancel, setter) = cancel_after(Duration::from_millis(100));
     let req = ws.req("echo $$; sleep 30");
     let started = Instant::now();
     let err = run(&req, &cancel).unwrap_err();
@@ -473,14 +479,7 @@ fn unwritable_spill_dir_is_an_io_error() {
 #[test]
 fn cancellation_escalates_quickly() {
     let ws = Ws::new();
-    let cancel = Arc::new(AtomicBool::new(false));
-    let setter = {
-        let cancel = Arc::clone(&cancel);
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(150));
-            cancel.store(true, Ordering::Relaxed);
-        })
-    };
+    let (cancel, setter) = cancel_after(Duration::from_millis(150));
     // Ignores SIGTERM: only the SIGKILL after the short cancel grace ends it.
     let req = ws.req("trap '' TERM; echo $$; sleep 30");
     let started = Instant::now();

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::{Ctx, check_same, result_set};
-use crate::measure::{Step, interleaved, run_captured};
+use crate::measure::{Stats, Step, interleaved, run_captured};
 use crate::report::{Table, count};
 use crate::tree::{self, Tree};
 
@@ -54,6 +54,34 @@ fn rg(root: &Path, git: bool, args: &[&str]) -> Result<String> {
     }
     let output = run_captured(cmd.args(args), &[0, 1])?;
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Times the same search four ways, interleaved: in process, through our
+/// CLI, `rg` sorted by path and `rg` unsorted.
+#[allow(clippy::too_many_arguments)]
+fn four_ways(
+    runs: usize,
+    tools: &AgentTools,
+    exe: &Path,
+    root: &Path,
+    git: bool,
+    tool: &str,
+    args: &Value,
+    sorted: &[&str],
+    parallel: &[&str],
+) -> Result<[Stats; 4]> {
+    let stats = interleaved(
+        runs,
+        &mut [
+            Box::new(|| call(tools, tool, args).map(drop)) as Step<'_>,
+            Box::new(|| cli(exe, root, tool, args).map(drop)),
+            Box::new(|| rg(root, git, sorted).map(drop)),
+            Box::new(|| rg(root, git, parallel).map(drop)),
+        ],
+    )?;
+    stats
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("four contenders gave another number of timings"))
 }
 
 fn searched(tree: &Tree) -> String {
@@ -143,16 +171,9 @@ pub fn grep(ctx: &Ctx<'_>, tree: &Tree) -> Result<Vec<Table>> {
             "rg (unsorted)",
         );
 
-        let stats = interleaved(
-            runs,
-            &mut [
-                Box::new(|| call(&tools, "grep", &args).map(drop)) as Step<'_>,
-                Box::new(|| cli(&exe, root, "grep", &args).map(drop)),
-                Box::new(|| rg(root, tree.git, &sorted).map(drop)),
-                Box::new(|| rg(root, tree.git, &parallel).map(drop)),
-            ],
+        let [ref inproc, ref cli_s, ref rg_sorted, ref rg_par] = four_ways(
+            runs, &tools, &exe, root, tree.git, "grep", &args, &sorted, &parallel,
         )?;
-        let (inproc, cli_s, rg_sorted, rg_par) = (&stats[0], &stats[1], &stats[2], &stats[3]);
         table.timed(
             format!("{label} — in-process vs `rg {flag} --sort path`"),
             inproc,
@@ -230,16 +251,9 @@ pub fn glob(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
     if same {
         table.note(format!("Same files as rg (checked), {order}."));
     }
-    let stats = interleaved(
-        runs,
-        &mut [
-            Box::new(|| call(&tools, "glob", &args).map(drop)) as Step<'_>,
-            Box::new(|| cli(&exe, root, "glob", &args).map(drop)),
-            Box::new(|| rg(root, tree.git, &sorted).map(drop)),
-            Box::new(|| rg(root, tree.git, &parallel).map(drop)),
-        ],
+    let [ref inproc, ref cli_s, ref rg_sorted, ref rg_par] = four_ways(
+        runs, &tools, &exe, root, tree.git, "glob", &args, &sorted, &parallel,
     )?;
-    let (inproc, cli_s, rg_sorted, rg_par) = (&stats[0], &stats[1], &stats[2], &stats[3]);
     table.timed(
         format!("{label} — in-process vs `rg --files --sortr=modified -g`"),
         inproc,
