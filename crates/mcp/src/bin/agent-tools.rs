@@ -1,6 +1,6 @@
 //! The `agent-tools` command: serve the tools over MCP, call one, or list them.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -99,6 +99,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout. A reader that went away (`| head`) is not an
+/// error worth a message: the rest of the text is simply not wanted.
+fn print_quietly(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err),
+        _ => Ok(()),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
@@ -125,10 +135,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let args: Value = serde_json::from_str(&text)
                 .map_err(|err| anyhow::anyhow!("the arguments are not valid JSON: {err}"))?;
             let result = tools.call(&tool, args);
-            print!("{}", result.text);
-            if !result.text.ends_with('\n') {
-                println!();
+            let mut text = result.text;
+            if !text.ends_with('\n') {
+                text.push('\n');
             }
+            print_quietly(&text)?;
             Ok(if result.is_error {
                 ExitCode::from(1)
             } else {
@@ -147,7 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&listed)?);
+            print_quietly(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
             Ok(ExitCode::SUCCESS)
         }
     }
