@@ -359,3 +359,33 @@ fn a_spill_folder_linked_outside_is_refused() {
         "wrote outside the root"
     );
 }
+
+#[test]
+fn heavily_escaped_output_still_fills_the_inline_budget() {
+    let sb = Sandbox::new();
+    let tools = sb.tools_with(|b| b.max_output_bytes(64 * 1024));
+    for (command, unit) in [
+        // Colour codes: each ESC is six bytes once escaped.
+        (
+            "i=0; while [ $i -lt 25000 ]; do printf '\\033[31mX\\033[0m\\n'; i=$((i+1)); done",
+            "\u{1b}[31mX\u{1b}[0m\n",
+        ),
+        // NULs: six bytes each.
+        ("head -c 100000 /dev/zero", "\0"),
+    ] {
+        let value = run(&tools, json!({"command": command}));
+        let text = value.to_string();
+        assert!(text.len() <= 64 * 1024, "{} bytes", text.len());
+        assert_eq!(value["truncated"], true);
+        let inline = value["stdout"].as_str().unwrap();
+        assert!(unit.repeat(200_000).starts_with(inline));
+        // The inline part uses most of the budget instead of a sliver of it.
+        assert!(
+            text.len() > 60 * 1024,
+            "only {} of {} bytes used; {} characters inline",
+            text.len(),
+            64 * 1024,
+            inline.len()
+        );
+    }
+}

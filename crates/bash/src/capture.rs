@@ -135,9 +135,11 @@ impl Stream {
         match &mut self.spill {
             Some(spill) => spill.writer.write_all(chunk)?,
             None => {
-                let take = chunk.len().min(*budget);
+                // The budget is spent in escaped bytes: what the inline text
+                // costs once it is a JSON string.
+                let (take, cost) = fit_escaped(chunk, *budget);
                 self.inline.extend_from_slice(&chunk[..take]);
-                *budget -= take;
+                *budget -= cost;
                 if take < chunk.len() {
                     let mut spill = namer.open(self.name)?;
                     spill.writer.write_all(&self.inline)?;
@@ -171,6 +173,33 @@ impl Stream {
         };
         Ok(Captured { text, lossy, spill })
     }
+}
+
+/// How many bytes `byte` takes inside a JSON string as `serde_json` writes
+/// it: two for the short escapes, six for other control characters, one for
+/// everything else (UTF-8 is written as is). A byte of invalid UTF-8 may
+/// still grow to U+FFFD (three bytes) when decoded lossily; the caller
+/// re-measures for that case.
+pub fn json_escaped_len(byte: u8) -> usize {
+    match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        0..0x20 => 6,
+        _ => 1,
+    }
+}
+
+/// The longest prefix of `chunk` whose escaped size fits `budget`, and that
+/// size.
+fn fit_escaped(chunk: &[u8], budget: usize) -> (usize, usize) {
+    let mut cost = 0;
+    for (i, &byte) in chunk.iter().enumerate() {
+        let next = cost + json_escaped_len(byte);
+        if next > budget {
+            return (i, cost);
+        }
+        cost = next;
+    }
+    (chunk.len(), cost)
 }
 
 /// `bytes` without a UTF-8 sequence cut short at its end.
@@ -239,6 +268,20 @@ mod tests {
     }
 
     #[test]
+    fn budget_counts_escaped_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let namer = SpillNamer::new(tmp.path(), None);
+        let mut stream = Stream::new("stdout", u64::MAX);
+        // A NUL costs six bytes (`\u0000`), a newline two, a letter one.
+        let mut budget = 9;
+        stream.push(b"\0\na\0", &mut budget, &namer).unwrap();
+        assert_eq!(stream.inline, b"\0\na");
+        assert_eq!(budget, 0);
+        let encoded = serde_json::to_string(&stream.finish().unwrap().text).unwrap();
+        assert_eq!(encoded.len() - 2, 9, "{encoded}");
+    }
+
+    #[test]
     fn ceiling_drops_the_excess() {
         let tmp = tempfile::tempdir().unwrap();
         let namer = SpillNamer::new(tmp.path(), None);
@@ -285,7 +328,7 @@ mod tests {
             let mut inline_total = 0;
             for (stream, whole) in [(out, &whole[0]), (err, &whole[1])] {
                 let inline = stream.inline.clone();
-                inline_total += inline.len();
+                inline_total += inline.iter().map(|&b| json_escaped_len(b)).sum::<usize>();
                 prop_assert!(whole.starts_with(&inline));
                 let captured = stream.finish().unwrap();
                 match &captured.spill {
@@ -309,8 +352,14 @@ mod tests {
             let captured = stream.finish().unwrap();
             prop_assert!(!captured.lossy);
             prop_assert!(text.starts_with(&captured.text));
-            prop_assert!(captured.text.len() <= budget);
-            prop_assert!(budget.min(text.len()) - captured.text.len() < 4);
+            let escaped = |t: &str| t.bytes().map(json_escaped_len).sum::<usize>();
+            prop_assert!(escaped(&captured.text) <= budget);
+            // What was left out costs more than the budget left, give or
+            // take the one character cut at the boundary.
+            let next = text[captured.text.len()..].chars().next();
+            if let Some(next) = next {
+                prop_assert!(escaped(&captured.text) + escaped(&next.to_string()) + 6 > budget);
+            }
         }
     }
 }

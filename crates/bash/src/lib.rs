@@ -43,6 +43,7 @@ mod outcome;
 mod request;
 mod runner;
 
+pub use capture::json_escaped_len;
 pub use outcome::RunOutcome;
 pub use request::{
     DEFAULT_HARD_CEILING_PER_STREAM, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TIMEOUT_MS,

@@ -8,7 +8,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use agent_tools_bash::{OutputLimits, RunRequest};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_text::truncate_utf8;
 use cap_std::fs::OpenOptions;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -156,9 +155,10 @@ impl Spiller<'_> {
     }
 }
 
-/// The runner keeps the raw bytes of stdout and stderr within the inline
-/// budget, but JSON escaping (`\n`, `\"`, `\u0001`...) can push the result
-/// past `max_output_bytes`, and the tool is not cut by dispatch (cutting it
+/// The runner keeps the escaped size of stdout and stderr within the inline
+/// budget, but invalid UTF-8 (each bad byte may become a three-byte U+FFFD)
+/// and the fields around the streams can still push the result past
+/// `max_output_bytes`, and the tool is not cut by dispatch (cutting it
 /// would break the JSON). Shortens the inline streams, longest first, until
 /// the measured text fits; a stream cut here that had no spill file gets
 /// one, so no output is lost, and `truncated` is set.
@@ -195,8 +195,22 @@ fn fit_streams(
         let Some(Value::String(text)) = object.get_mut(stream) else {
             break;
         };
-        // Each byte dropped shortens the JSON by at least one byte.
-        let keep = truncate_utf8(text, text.len().saturating_sub(over)).len();
+        // Drop characters from the end until their escaped size covers the
+        // excess: no more is cut than needed, however heavily they escape.
+        let mut keep = text.len();
+        let mut dropped = 0;
+        for (at, ch) in text.char_indices().rev() {
+            if dropped >= over {
+                break;
+            }
+            let mut utf8 = [0u8; 4];
+            dropped += ch
+                .encode_utf8(&mut utf8)
+                .bytes()
+                .map(agent_tools_bash::json_escaped_len)
+                .sum::<usize>();
+            keep = at;
+        }
         text.truncate(keep);
     }
     if measure(object) > max {
