@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::request::SpillOpener;
+
 /// Names and creates the spill files of one run: `<id>.stdout`, `<id>.stderr`.
 #[derive(Debug)]
 pub(crate) struct SpillNamer {
     dir: PathBuf,
     display_dir: Option<PathBuf>,
+    opener: Option<SpillOpener>,
     id: String,
 }
 
@@ -19,7 +22,11 @@ impl SpillNamer {
     /// A namer for one run, with an id unique within this process and very
     /// likely across processes (time, process id, counter). Files are created
     /// with `create_new`, so a clash is detected rather than overwritten.
-    pub(crate) fn new(dir: &Path, display_dir: Option<&Path>) -> Self {
+    pub(crate) fn new(
+        dir: &Path,
+        display_dir: Option<&Path>,
+        opener: Option<&SpillOpener>,
+    ) -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let millis = SystemTime::now()
@@ -29,12 +36,15 @@ impl SpillNamer {
         SpillNamer {
             dir: dir.to_path_buf(),
             display_dir: display_dir.map(Path::to_path_buf),
+            opener: opener.cloned(),
             id: format!("bash-{millis}-{}-{n}", std::process::id()),
         }
     }
 
     fn open(&self, stream: &str) -> io::Result<Spill> {
-        fs::create_dir_all(&self.dir)?;
+        if self.opener.is_none() {
+            fs::create_dir_all(&self.dir)?;
+        }
         let mut attempt = 0u32;
         loop {
             let name = if attempt == 0 {
@@ -43,7 +53,11 @@ impl SpillNamer {
                 format!("{}-{attempt}.{stream}", self.id)
             };
             let path = self.dir.join(&name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            let opened = match &self.opener {
+                Some(opener) => opener.open(&name),
+                None => OpenOptions::new().write(true).create_new(true).open(&path),
+            };
+            match opened {
                 Ok(file) => {
                     let shown = match &self.display_dir {
                         Some(dir) => dir.join(&name),
@@ -254,7 +268,7 @@ mod tests {
     fn spill_dir_is_created_and_display_dir_names_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("a/b");
-        let namer = SpillNamer::new(&dir, Some(Path::new(".agent-tools/spill")));
+        let namer = SpillNamer::new(&dir, Some(Path::new(".agent-tools/spill")), None);
         let mut stream = Stream::new("stdout", 100);
         let mut budget = 2;
         stream.push(b"hello", &mut budget, &namer).unwrap();
@@ -270,7 +284,7 @@ mod tests {
     #[test]
     fn budget_counts_escaped_bytes() {
         let tmp = tempfile::tempdir().unwrap();
-        let namer = SpillNamer::new(tmp.path(), None);
+        let namer = SpillNamer::new(tmp.path(), None, None);
         let mut stream = Stream::new("stdout", u64::MAX);
         // A NUL costs six bytes (`\u0000`), a newline two, a letter one.
         let mut budget = 9;
@@ -284,7 +298,7 @@ mod tests {
     #[test]
     fn ceiling_drops_the_excess() {
         let tmp = tempfile::tempdir().unwrap();
-        let namer = SpillNamer::new(tmp.path(), None);
+        let namer = SpillNamer::new(tmp.path(), None, None);
         let mut stream = Stream::new("stderr", 5);
         let mut budget = 2;
         assert_eq!(
@@ -315,7 +329,7 @@ mod tests {
             budget in 0usize..200,
         ) {
             let tmp = tempfile::tempdir().unwrap();
-            let namer = SpillNamer::new(tmp.path(), None);
+            let namer = SpillNamer::new(tmp.path(), None, None);
             let mut streams = [Stream::new("stdout", u64::MAX), Stream::new("stderr", u64::MAX)];
             let mut whole = [Vec::new(), Vec::new()];
             let mut left = budget;
@@ -345,7 +359,7 @@ mod tests {
         #[test]
         fn truncation_lands_on_a_char_boundary(text in "\\PC{0,40}", budget in 0usize..100) {
             let tmp = tempfile::tempdir().unwrap();
-            let namer = SpillNamer::new(tmp.path(), None);
+            let namer = SpillNamer::new(tmp.path(), None, None);
             let mut stream = Stream::new("stdout", u64::MAX);
             let mut left = budget;
             stream.push(text.as_bytes(), &mut left, &namer).unwrap();

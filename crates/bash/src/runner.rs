@@ -136,7 +136,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let mut pump = Pump {
         req,
         pgid,
-        namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir()),
+        namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir(), req.spill_opener()),
         budget: req.limits().max_output_bytes(),
         out: Stream::new("stdout", req.limits().hard_ceiling_per_stream().get()),
         err: Stream::new("stderr", req.limits().hard_ceiling_per_stream().get()),
@@ -365,6 +365,12 @@ impl Pump<'_> {
             let pushed = stream
                 .push(&buf[..n], &mut self.budget, &self.namer)
                 .map_err(|err| {
+                    // An opener's own typed error goes through unchanged.
+                    if let Some(tool_error) =
+                        err.get_ref().and_then(|e| e.downcast_ref::<ToolError>())
+                    {
+                        return tool_error.clone();
+                    }
                     let dir = req.spill_display_dir().unwrap_or(req.spill_dir());
                     ToolError::new(
                         ErrorCode::IoError,
