@@ -39,7 +39,9 @@
 #![forbid(unsafe_code)]
 
 mod capture;
+pub mod launcher;
 mod outcome;
+mod procs;
 mod request;
 mod runner;
 

@@ -17,6 +17,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::procs;
 use crate::capture::{Captured, Pushed, SpillNamer, Stream};
 use crate::outcome::RunOutcome;
 use crate::request::RunRequest;
@@ -105,7 +106,20 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
-    let mut child = Command::new(SHELL)
+    let mut command = match req.launcher() {
+        Some(launcher) => {
+            let mut command = Command::new(launcher.program());
+            command
+                .args(launcher.args())
+                .arg(crate::launcher::PARENT_PID_ARG)
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(SHELL);
+            command
+        }
+        None => Command::new(SHELL),
+    };
+    let mut child = command
         .arg("-c")
         .arg(req.command())
         .current_dir(req.cwd())
@@ -493,33 +507,13 @@ pub(crate) fn group_alive(pgid: Pid) -> bool {
     if matches!(killpg(pgid, None), Err(Errno::ESRCH)) {
         return false;
     }
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return true;
-    };
-    let mut saw_any = false;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        saw_any = true;
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        if pgrp == Some(pgid.as_raw()) && state != Some("Z") && state != Some("X") {
-            return true;
-        }
+    match procs::snapshot() {
+        Some(procs) => procs
+            .iter()
+            .any(|p| p.pgrp == pgid.as_raw() && !p.dead),
+        // Without procfs, assume the worst.
+        None => true,
     }
-    // A /proc without processes is not procfs: assume the worst.
-    !saw_any
 }
 
 fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutcome {

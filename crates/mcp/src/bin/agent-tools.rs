@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_tools::{AgentTools, Config, Confinement};
+use agent_tools::{AgentTools, Config, Confinement, Launcher};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
@@ -63,9 +63,17 @@ struct WorkspaceArgs {
     no_confine: bool,
 }
 
+/// The hidden subcommand the binary re-executes itself as to start a
+/// command (see `agent_tools_bash::launcher`).
+const LAUNCHER_SUBCOMMAND: &str = "__run-command";
+
 impl WorkspaceArgs {
     fn open(&self) -> Result<AgentTools, agent_tools::StartupError> {
+        // `/proc/self/exe` names this very binary in the child too, even if
+        // the file was replaced or deleted since the server started.
+        let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
         let config = Config::builder(&self.root)
+            .bash_launcher(launcher)
             .read_only(self.read_only)
             .max_output_bytes(self.max_output_bytes)
             .max_file_bytes(self.max_file_bytes)
@@ -81,6 +89,11 @@ impl WorkspaceArgs {
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|arg| arg == LAUNCHER_SUBCOMMAND) {
+        let code = agent_tools_bash::launcher::main(args);
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
