@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_tools::{AgentTools, Config, Confinement, Launcher};
+use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
@@ -112,6 +113,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// Completes on SIGTERM or SIGINT.
+fn termination_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
+
 /// Writes `text` to stdout. A reader that went away (`| head`) is not an
 /// error worth a message: the rest of the text is simply not wanted.
 fn print_quietly(text: &str) -> std::io::Result<()> {
@@ -126,10 +140,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
             let tools = workspace.open()?;
+            let limits = ServerLimits::for_max_file_bytes(tools.config().max_file_bytes());
+            // Commands run as our user: without this they could open
+            // /proc/<server>/fd/1 and write forged responses. (It does not
+            // stop root; see SPEC, Security.)
+            if let Err(err) = nix::sys::prctl::set_dumpable(false) {
+                tracing::warn!(error = %err, "cannot make the server non-dumpable");
+            }
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(agent_tools_mcp::serve_stdio(tools))?;
+            let served = runtime.block_on(async {
+                let stop = termination_signal()?;
+                agent_tools_mcp::serve_stdio_with(tools, limits, stop).await
+            });
+            // Calls still running (a read stuck on a FIFO, say) run on
+            // threads of their own and do not hold the exit; their commands
+            // die with us through the launcher.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call {
