@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use agent_tools_error::{ToolError, ToolResult};
 
-
 /// Timeout used when the caller asks for none: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 

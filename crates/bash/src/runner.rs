@@ -17,9 +17,9 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::procs;
 use crate::capture::{Captured, Pushed, SpillNamer, Stream};
 use crate::outcome::RunOutcome;
+use crate::procs;
 use crate::request::RunRequest;
 
 /// The shell every command runs in.
@@ -508,9 +508,7 @@ pub(crate) fn group_alive(pgid: Pid) -> bool {
         return false;
     }
     match procs::snapshot() {
-        Some(procs) => procs
-            .iter()
-            .any(|p| p.pgrp == pgid.as_raw() && !p.dead),
+        Some(procs) => procs.iter().any(|p| p.pgrp == pgid.as_raw() && !p.dead),
         // Without procfs, assume the worst.
         None => true,
     }

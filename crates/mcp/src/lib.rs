@@ -191,8 +191,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         let Some(slot) = slot else {
             return Ok(to_call_tool_result(DispatchResult {
                 is_error: true,
+                // Nobody is waiting for this answer: no error line in the log.
                 text: agent_tools::ToolError::internal("call cancelled before it started")
-                    .to_envelope(),
+                    .to_envelope_value()
+                    .to_string(),
             })
             .into());
         };

@@ -425,7 +425,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let mut broken = false;
     while let Some(Outgoing { bytes, done }) = queue.recv().await {
         let result = if broken {
-            Err(io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"))
+            Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdout is closed",
+            ))
         } else {
             match write.write_all(&bytes).await {
                 Ok(()) => write.flush().await,

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
