@@ -559,28 +559,57 @@ fn binary_files_are_skipped() {
         .unwrap();
     assert!((1..20_000).contains(&far), "{counted}");
     assert!(counted.ends_with("\ntext.txt:1\n"));
-    // Named directly, too.
+    // Named directly, a binary file is an error, not a silent "(no matches)".
     let args = GrepArgs {
         path: Some("late.bin".to_string()),
         ..content("needle")
     };
-    assert_eq!(ws.grep(&args), "(no matches)\n");
+    assert_eq!(ws.run(&args).unwrap_err().code(), ErrorCode::IsBinary);
 }
 
 #[test]
-fn files_over_the_size_limit_are_skipped() {
+fn files_over_the_size_limit_are_streamed_and_what_cannot_be_searched_is_named() {
     let limits = Limits {
         max_file_bytes: 100,
         ..Limits::default()
     };
-    let big = format!("needle\n{}", "x".repeat(200));
-    let ws = tree_with(limits, &[("small.txt", "needle\n"), ("big.txt", &big)]);
-    assert_eq!(ws.files("needle"), "small.txt\n");
-    let args = GrepArgs {
-        path: Some("big.txt".to_string()),
-        ..GrepArgs::new("needle")
+    let big = format!("{}needle\n", "x\n".repeat(200));
+    let long_line = format!("needle {}\n", "y".repeat(200_000));
+    let ws = tree_with(
+        limits,
+        &[
+            ("small.txt", "needle\n"),
+            ("big.txt", &big),
+            ("long.txt", &long_line),
+        ],
+    );
+    // big.txt is larger than max_file_bytes but its lines are short.
+    let out = ws.files("needle");
+    assert!(out.starts_with("big.txt\nsmall.txt\n"), "{out}");
+    // long.txt holds a line over the bound: named in a note, not dropped silently.
+    assert!(out.contains("[note: 1 path was not looked at: long.txt (it has a line over the 100 byte limit)]"), "{out}");
+    let named = |path: &str, multiline: bool| {
+        ws.run(&GrepArgs {
+            path: Some(path.to_string()),
+            multiline,
+            ..content("needle")
+        })
     };
-    assert!(ws.grep(&args).starts_with("(no matches)\n"));
+    assert_eq!(named("big.txt", false).unwrap(), "big.txt:201:needle\n");
+    let err = named("long.txt", false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError, "{err}");
+    assert!(err.message().contains("line over the 100 byte limit"), "{err}");
+    // A multiline search needs the file whole: a large one is refused, by name.
+    let huge = "z\n".repeat(100_000);
+    ws.put("huge.txt", huge.as_bytes());
+    let err = ws
+        .run(&GrepArgs {
+            path: Some("huge.txt".to_string()),
+            multiline: true,
+            ..content("(?s)z.z")
+        })
+        .unwrap_err();
+    assert!(err.message().contains("search it without multiline"), "{err}");
 }
 
 #[test]

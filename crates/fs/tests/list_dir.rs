@@ -21,6 +21,7 @@ impl Ws {
     fn list(&self, path: Option<&str>) -> ToolResult<String> {
         self.tools.list_dir(&ListDirArgs {
             path: path.map(str::to_string),
+            ..ListDirArgs::default()
         })
     }
 
