@@ -390,15 +390,12 @@ impl Workspace {
             if target.is_absolute() {
                 let canonical_target =
                     std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
-                let inside = self
-                    .strip_root(&target)
-                    .map(Path::to_path_buf)
-                    .or_else(|| {
-                        canonical_target
-                            .strip_prefix(&self.root)
-                            .ok()
-                            .map(Path::to_path_buf)
-                    });
+                let inside = self.strip_root(&target).map(Path::to_path_buf).or_else(|| {
+                    canonical_target
+                        .strip_prefix(&self.root)
+                        .ok()
+                        .map(Path::to_path_buf)
+                });
                 let Some(inside) = inside else {
                     return Err(escape(
                         input,
@@ -765,7 +762,10 @@ pub fn is_escape_error(err: &io::Error) -> bool {
 }
 
 fn escape(input: &str, why: &str) -> ToolError {
-    ToolError::new(ErrorCode::PathEscape, format!("{}: {why}", quote_text(input)))
+    ToolError::new(
+        ErrorCode::PathEscape,
+        format!("{}: {why}", quote_text(input)),
+    )
 }
 
 /// A relative path with `/` separators, quoted by [`quote_text`]'s rule when

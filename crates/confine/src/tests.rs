@@ -132,7 +132,10 @@ fn dot_dot_after_a_file_is_not_a_directory() {
     let (_base, ws) = setup();
     let err = ws.resolve("src/lib.rs/../lib.rs").unwrap_err();
     assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
-    assert_eq!(code(&ws, "src/deep/x.txt/../../lib.rs"), ErrorCode::NotAFile);
+    assert_eq!(
+        code(&ws, "src/deep/x.txt/../../lib.rs"),
+        ErrorCode::NotAFile
+    );
     assert_eq!(code(&ws, "src/lib.rs/.."), ErrorCode::NotAFile);
     // `..` after a directory still steps back.
     assert_eq!(
@@ -174,7 +177,10 @@ fn names_that_could_be_misread_are_quoted_as_json_strings() {
     assert_eq!(quote_text("fake.txt\nx -> .."), r#""fake.txt\nx -> ..""#);
     assert_eq!(quote_text("x:1:injected"), r#""x:1:injected""#);
     assert_eq!(quote_text("a -> b"), r#""a -> b""#);
-    assert_eq!(quote_text("[showing 1..2 of 9]"), r#""[showing 1..2 of 9]""#);
+    assert_eq!(
+        quote_text("[showing 1..2 of 9]"),
+        r#""[showing 1..2 of 9]""#
+    );
     assert_eq!(quote_text("evil\u{202E}txt.exe"), r#""evil\u202etxt.exe""#);
     assert_eq!(quote_text("say \"hi\": \\"), r#""say \"hi\": \\""#);
     // The quoted form is a JSON string naming the same file.
@@ -264,7 +270,9 @@ fn open_regular_refuses_fifos_sockets_and_directories_without_blocking() {
     assert!(dir.1.ends_with("; list it"), "{}", dir.1);
     // The path appears once in the message.
     assert_eq!(fifo.1.matches("fifo").count(), 1, "{}", fifo.1);
-    let (_, meta) = ws.open_regular(&ws.resolve("src/lib.rs").unwrap(), "").unwrap();
+    let (_, meta) = ws
+        .open_regular(&ws.resolve("src/lib.rs").unwrap(), "")
+        .unwrap();
     assert_eq!(meta.len(), 3);
 }
 
@@ -273,7 +281,10 @@ fn open_regular_at_reports_a_final_symlink_instead_of_following_it() {
     let (_base, ws) = setup();
     symlink("src/lib.rs", ws.root().join("link")).unwrap();
     let err = open_regular_at(ws.base_dir(), Path::new("link")).unwrap_err();
-    assert!(matches!(err, OpenRegularError::NotRegular(FileKind::Symlink)), "{err:?}");
+    assert!(
+        matches!(err, OpenRegularError::NotRegular(FileKind::Symlink)),
+        "{err:?}"
+    );
 }
 
 #[test]

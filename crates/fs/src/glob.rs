@@ -55,7 +55,8 @@ impl FileTools {
                         .ok()
                         .and_then(|m| m.modified().ok())
                         .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
-                    sink.found.push((modified, quote_text(entry.shown).into_owned()));
+                    sink.found
+                        .push((modified, quote_text(entry.shown).into_owned()));
                 }
                 Flow::Continue
             },

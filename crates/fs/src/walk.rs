@@ -332,8 +332,10 @@ impl Shared<'_> {
             JobDir::Child { parent, name } => match open_subdir(&parent, OsStr::new(&name)) {
                 Ok(dir) => dir,
                 Err(err) => {
-                    sink.skipped
-                        .push(Skipped::new(or_dot(&shown_dir), format!("cannot open: {err}")));
+                    sink.skipped.push(Skipped::new(
+                        or_dot(&shown_dir),
+                        format!("cannot open: {err}"),
+                    ));
                     return;
                 }
             },
@@ -342,8 +344,10 @@ impl Shared<'_> {
         let listing = match dir.entries() {
             Ok(listing) => listing,
             Err(err) => {
-                sink.skipped
-                    .push(Skipped::new(or_dot(&shown_dir), format!("cannot list: {err}")));
+                sink.skipped.push(Skipped::new(
+                    or_dot(&shown_dir),
+                    format!("cannot list: {err}"),
+                ));
                 return;
             }
         };
@@ -351,8 +355,10 @@ impl Shared<'_> {
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(err) => {
-                    sink.skipped
-                        .push(Skipped::new(or_dot(&shown_dir), format!("cannot list: {err}")));
+                    sink.skipped.push(Skipped::new(
+                        or_dot(&shown_dir),
+                        format!("cannot list: {err}"),
+                    ));
                     break;
                 }
             };
@@ -608,7 +614,7 @@ fn ignore_level(
 /// symlink, at most [`MAX_IGNORE_FILE_BYTES`]. `Ok(None)` when it is absent;
 /// `Err(why)` when it is there but was skipped.
 fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String> {
-    let (file, meta) = match open_regular_at(dir, name) {
+    let (file, _) = match open_regular_at(dir, name) {
         Ok(opened) => opened,
         Err(OpenRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None);
@@ -618,7 +624,6 @@ fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String>
             return Err(format!("ignore file not read: it is {kind}"));
         }
     };
-    drop(meta);
     let bytes = read_bounded(file, MAX_IGNORE_FILE_BYTES)
         .map_err(|err| format!("ignore file not read: {err}"))?
         .ok_or_else(|| {

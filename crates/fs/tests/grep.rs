@@ -587,7 +587,12 @@ fn files_over_the_size_limit_are_streamed_and_what_cannot_be_searched_is_named()
     let out = ws.files("needle");
     assert!(out.starts_with("big.txt\nsmall.txt\n"), "{out}");
     // long.txt holds a line over the bound: named in a note, not dropped silently.
-    assert!(out.contains("[note: 1 path was not looked at: long.txt (it has a line over the 100 byte limit)]"), "{out}");
+    assert!(
+        out.contains(
+            "[note: 1 path was not looked at: long.txt (it has a line over the 100 byte limit)]"
+        ),
+        "{out}"
+    );
     let named = |path: &str, multiline: bool| {
         ws.run(&GrepArgs {
             path: Some(path.to_string()),
@@ -598,7 +603,10 @@ fn files_over_the_size_limit_are_streamed_and_what_cannot_be_searched_is_named()
     assert_eq!(named("big.txt", false).unwrap(), "big.txt:201:needle\n");
     let err = named("long.txt", false).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError, "{err}");
-    assert!(err.message().contains("line over the 100 byte limit"), "{err}");
+    assert!(
+        err.message().contains("line over the 100 byte limit"),
+        "{err}"
+    );
     // A multiline search needs the file whole: a large one is refused, by name.
     let huge = "z\n".repeat(100_000);
     ws.put("huge.txt", huge.as_bytes());
@@ -609,7 +617,10 @@ fn files_over_the_size_limit_are_streamed_and_what_cannot_be_searched_is_named()
             ..content("(?s)z.z")
         })
         .unwrap_err();
-    assert!(err.message().contains("search it without multiline"), "{err}");
+    assert!(
+        err.message().contains("search it without multiline"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -760,9 +771,18 @@ fn symlinked_ignore_files_are_not_followed() {
     let ws = shared(ws);
     let (grep, glob) = walk_both(&ws, "needle");
     assert!(grep.starts_with("sub/y.txt\nx.txt\n"), "{grep}");
-    assert!(grep.contains(".gitignore (ignore file not read: it is a symlink)"), "{grep}");
-    assert!(grep.contains("sub/.ignore (ignore file not read: it is a symlink)"), "{grep}");
-    assert!(glob.starts_with("sub/y.txt\nx.txt\n") || glob.contains("x.txt\n"), "{glob}");
+    assert!(
+        grep.contains(".gitignore (ignore file not read: it is a symlink)"),
+        "{grep}"
+    );
+    assert!(
+        grep.contains("sub/.ignore (ignore file not read: it is a symlink)"),
+        "{grep}"
+    );
+    assert!(
+        glob.starts_with("sub/y.txt\nx.txt\n") || glob.contains("x.txt\n"),
+        "{glob}"
+    );
 
     // To a secret outside: its lines are not used as rules (no oracle).
     let ws = tree(&[("hunter2", "needle\n"), ("guess1", "needle\n")]);
@@ -776,7 +796,12 @@ fn symlinked_ignore_files_are_not_followed() {
 
 #[test]
 fn fifos_as_ignore_files_or_search_targets_never_block() {
-    for fifo in [".gitignore", ".ignore", "sub/.gitignore", ".git/info/exclude"] {
+    for fifo in [
+        ".gitignore",
+        ".ignore",
+        "sub/.gitignore",
+        ".git/info/exclude",
+    ] {
         let ws = tree(&[("x.txt", "needle\n"), ("sub/", ""), (".git/info/", "")]);
         nix::unistd::mkfifo(&ws.root.join(fifo), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let ws = shared(ws);
@@ -847,7 +872,10 @@ fn a_device_node_is_never_read() {
 fn a_swap_race_never_leaks_outside_content_or_names() {
     // A file and a directory are swapped again and again with symlinks to
     // the outside while grep and glob walk: nothing outside may show.
-    let ws = tree(&[("f", "TOPSECRET-inside\n"), ("d/inner.txt", "TOPSECRET-inside\n")]);
+    let ws = tree(&[
+        ("f", "TOPSECRET-inside\n"),
+        ("d/inner.txt", "TOPSECRET-inside\n"),
+    ]);
     std::fs::write(ws.outside.join("secret.txt"), "TOPSECRET-race\n").unwrap();
     std::fs::write(ws.outside.join("outside-name.txt"), "TOPSECRET-race\n").unwrap();
     symlink(ws.outside.join("secret.txt"), ws.root.join("f.lnk")).unwrap();
@@ -939,7 +967,11 @@ fn content_rendering_is_linear_in_the_lines_gathered() {
         many.grep(&content("a"))
     });
     assert!(out.starts_with("m.txt:1:a\nm.txt:2:a\n"), "{}", &out[..40]);
-    assert!(out.contains("call again with offset="), "{}", &out[out.len() - 300..]);
+    assert!(
+        out.contains("call again with offset="),
+        "{}",
+        &out[out.len() - 300..]
+    );
 
     let ws = shared(tree(&[("m.txt", &*"a\n".repeat(1_000_000))]));
     let spanning = Arc::clone(&ws);
@@ -950,15 +982,25 @@ fn content_rendering_is_linear_in_the_lines_gathered() {
         })
     });
     assert!(out.starts_with("m.txt:1:a\n"), "{}", &out[..40]);
-    assert!(out.len() <= agent_tools_fs::Limits::DEFAULT_MAX_OUTPUT_BYTES, "{}", out.len());
+    assert!(
+        out.len() <= agent_tools_fs::Limits::DEFAULT_MAX_OUTPUT_BYTES,
+        "{}",
+        out.len()
+    );
 }
 
 #[test]
 fn a_cancelled_search_stops_with_an_error() {
     let ws = tree(&[("a.txt", "needle\n"), ("sub/b.txt", "needle\n")]);
     let cancel = AtomicBool::new(true);
-    let err = ws.tools.grep_with(&GrepArgs::new("needle"), &cancel).unwrap_err();
-    assert_eq!(err.fields().get(agent_tools_fs::CANCELLED_FIELD), Some(&true.into()));
+    let err = ws
+        .tools
+        .grep_with(&GrepArgs::new("needle"), &cancel)
+        .unwrap_err();
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
+    );
     let named = GrepArgs {
         path: Some("a.txt".to_string()),
         ..GrepArgs::new("needle")
@@ -968,10 +1010,16 @@ fn a_cancelled_search_stops_with_an_error() {
         .tools
         .glob_with(&agent_tools_fs::GlobArgs::new("**"), &cancel)
         .unwrap_err();
-    assert_eq!(err.fields().get(agent_tools_fs::CANCELLED_FIELD), Some(&true.into()));
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
+    );
     // Not cancelled, the same calls succeed.
     let go = AtomicBool::new(false);
-    assert_eq!(ws.tools.grep_with(&GrepArgs::new("needle"), &go).unwrap(), "a.txt\nsub/b.txt\n");
+    assert_eq!(
+        ws.tools.grep_with(&GrepArgs::new("needle"), &go).unwrap(),
+        "a.txt\nsub/b.txt\n"
+    );
 }
 
 #[test]
@@ -1009,9 +1057,16 @@ fn file_names_cannot_forge_output_lines() {
     assert_eq!(ws.grep(&args), "\"fake.txt\\nsecret.txt\":1\n");
     // A name that is not UTF-8 cannot be addressed: it is named in a note.
     use std::os::unix::ffi::OsStrExt;
-    std::fs::write(ws.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), "needle\n").unwrap();
+    std::fs::write(
+        ws.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")),
+        "needle\n",
+    )
+    .unwrap();
     let out = ws.files("needle");
-    assert!(out.contains("[note: 1 path was not looked at: \"caf\\xe9.txt\" (the name is not UTF-8"), "{out}");
+    assert!(
+        out.contains("[note: 1 path was not looked at: \"caf\\xe9.txt\" (the name is not UTF-8"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -1049,7 +1104,10 @@ fn a_path_past_path_max_is_still_searched() {
     assert!(rel.len() > 4096);
     let found = ws.files("needle");
     assert_eq!(found, format!("{rel}deep.txt\n"));
-    let listed = ws.tools.glob(&agent_tools_fs::GlobArgs::new("**/deep.txt")).unwrap();
+    let listed = ws
+        .tools
+        .glob(&agent_tools_fs::GlobArgs::new("**/deep.txt"))
+        .unwrap();
     assert_eq!(listed, format!("{rel}deep.txt\n"));
     // read_file cannot take it in one call: a clear error, not a silent miss.
     let err = ws
@@ -1057,5 +1115,8 @@ fn a_path_past_path_max_is_still_searched() {
         .read_file(&agent_tools_fs::ReadFileArgs::new(format!("{rel}deep.txt")))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError, "{err}");
-    assert!(err.message().contains("longer than the system allows"), "{err}");
+    assert!(
+        err.message().contains("longer than the system allows"),
+        "{err}"
+    );
 }

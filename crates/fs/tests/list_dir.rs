@@ -144,7 +144,10 @@ fn follow_pages(mut page: impl FnMut(u64) -> String) -> (Vec<String>, usize) {
         for line in out.lines() {
             if let Some(rest) = line.strip_prefix('[') {
                 let at = rest.find("offset=").expect(line) + "offset=".len();
-                let digits: String = rest[at..].chars().take_while(char::is_ascii_digit).collect();
+                let digits: String = rest[at..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
                 next = Some(digits.parse::<u64>().unwrap());
             } else {
                 shown.push(line.to_string());
@@ -166,9 +169,15 @@ fn list_dir_and_glob_page_past_sixteen_thousand_entries() {
     fs::create_dir(ws.root.join("many")).unwrap();
     let total = 20_000;
     for i in 0..total {
-        fs::write(ws.root.join(format!("many/a-longer-file-name-{i:05}.txt")), "").unwrap();
+        fs::write(
+            ws.root.join(format!("many/a-longer-file-name-{i:05}.txt")),
+            "",
+        )
+        .unwrap();
     }
-    let expected: Vec<String> = (0..total).map(|i| format!("a-longer-file-name-{i:05}.txt")).collect();
+    let expected: Vec<String> = (0..total)
+        .map(|i| format!("a-longer-file-name-{i:05}.txt"))
+        .collect();
 
     let (listed, pages) = follow_pages(|offset| {
         ws.tools

@@ -181,7 +181,10 @@ fn implausible_utf16_after_a_bom_is_binary() {
     assert!(!looks_binary(&cut));
     // Mostly control characters.
     assert!(looks_binary(&le("\u{1}\u{2}\u{3}ab")));
-    assert!(!looks_binary(&le(&format!("\u{1b}[31m{}", "red text ".repeat(4)))));
+    assert!(!looks_binary(&le(&format!(
+        "\u{1b}[31m{}",
+        "red text ".repeat(4)
+    ))));
     // Pseudo-random bytes behind a BOM.
     let mut state = 0x2545_F491_u32;
     let mut noise = vec![0xFF, 0xFE];

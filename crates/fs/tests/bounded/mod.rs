@@ -11,7 +11,10 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 /// Runs `call` on its own thread and returns its result, or fails the test
 /// when it has not returned within [`DEADLINE`] (the stuck thread is left
 /// behind; the test process ends anyway).
-pub fn within_deadline<T: Send + 'static>(what: &str, call: impl FnOnce() -> T + Send + 'static) -> T {
+pub fn within_deadline<T: Send + 'static>(
+    what: &str,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let worker = std::thread::spawn(call);
     let start = Instant::now();
     while !worker.is_finished() {
