@@ -13,17 +13,20 @@ When more lines remain, a note at the end gives the offset to continue from. UTF
 decoded; binary files are refused.";
 
 const LIST_DIR: &str = "List one directory (not recursive): one entry a line, sorted by name, directories \
-ending in '/', symlinks shown as 'name -> target'. Hidden entries are included.";
+ending in '/', symlinks shown as 'name -> target'. Hidden entries are included. Names that could be misread \
+(control characters, ':', ' -> ', ...) are shown as JSON strings, usable as-is as a path. Page long listings \
+with offset and limit (a footer says how to get more).";
 
 const GLOB: &str = "Find files by glob pattern, most recently modified first. The pattern is matched against \
 paths relative to 'path' (default: the workspace root): '*' stays within a directory, '**' crosses them, \
 e.g. '**/*.rs' or 'src/**/test_*.py'. Hidden files are included; files ignored by git (and .git/) are \
-skipped unless respect_gitignore is false. Prints '(no matches)' when nothing matches.";
+skipped unless respect_gitignore is false. Prints '(no matches)' when nothing matches. Page long results \
+with offset and limit (a footer says how to get more).";
 
 const GREP: &str = "Search file contents with a regular expression (Rust/ripgrep syntax), recursively. \
 output_mode: files_with_matches (default, one path a line), content ('path:line:text', context lines as \
-'path-line-text'), or count ('path:N'). Hidden files are searched; git-ignored, binary and oversized files \
-and .git/ are skipped. Results are sorted by path then line; page them with head_limit and offset \
+'path-line-text'), or count ('path:N'). Hidden files are searched, large files too; git-ignored and binary \
+files and .git/ are skipped, and a note names files that could not be searched. Results are sorted by path then line; page them with head_limit and offset \
 (a footer says how to get more).";
 
 const WRITE_FILE: &str = "Create or overwrite a file with exactly the given content (no newline added, \
@@ -44,14 +47,18 @@ If any edit fails, nothing is written and the error names the edit ('edit 2 of 3
 /// `read_file`, `list_dir`, `glob`, `grep`.
 pub(crate) fn read_tools() -> Vec<ToolDef> {
     vec![
-        ToolDef::typed("read_file", READ_FILE, false, |s, a: ReadFileArgs, _| {
-            s.files.read_file(&a)
+        ToolDef::typed("read_file", READ_FILE, false, |s, a: ReadFileArgs, call| {
+            s.files.read_file_with(&a, call.cancel.flag())
         }),
-        ToolDef::typed("list_dir", LIST_DIR, false, |s, a: ListDirArgs, _| {
-            s.files.list_dir(&a)
+        ToolDef::typed("list_dir", LIST_DIR, false, |s, a: ListDirArgs, call| {
+            s.files.list_dir_with(&a, call.cancel.flag())
         }),
-        ToolDef::typed("glob", GLOB, false, |s, a: GlobArgs, _| s.files.glob(&a)),
-        ToolDef::typed("grep", GREP, false, |s, a: GrepArgs, _| s.files.grep(&a)),
+        ToolDef::typed("glob", GLOB, false, |s, a: GlobArgs, call| {
+            s.files.glob_with(&a, call.cancel.flag())
+        }),
+        ToolDef::typed("grep", GREP, false, |s, a: GrepArgs, call| {
+            s.files.grep_with(&a, call.cancel.flag())
+        }),
     ]
 }
 
