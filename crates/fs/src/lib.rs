@@ -34,6 +34,7 @@ mod grep;
 mod list;
 mod lock;
 mod read;
+pub mod tolerant;
 mod walk;
 mod write;
 

@@ -1,0 +1,171 @@
+use super::*;
+
+fn unique(text: &str, old: &str, new: &str) -> Match {
+    match locate(text, old, new, "\n") {
+        Verdict::Unique(found) => found,
+        other => panic!("expected one match, got {other:?}"),
+    }
+}
+
+fn edited(text: &str, old: &str, new: &str) -> String {
+    unique(text, old, new).apply(text)
+}
+
+#[test]
+fn collapsed_whitespace_keeps_the_line_break_before_the_indentation() {
+    let text = "a = 1\n    b  = 2\n";
+    let found = unique(text, "    b = 2", "    b = 3");
+    assert_eq!(found.lines, Lines { first: 2, last: 2 });
+    assert_eq!(found.apply(text), "a = 1\n    b = 3\n");
+}
+
+#[test]
+fn typographic_level_keeps_line_breaks() {
+    let text = "x = 0\n    msg = \u{201C}hi\u{201D}\ny = 1\n";
+    let found = unique(text, "    msg = \"hi\"", "    msg = \"bye\"");
+    assert_eq!(found.lines.to_string(), "line 2");
+    assert_eq!(found.apply(text), "x = 0\n    msg = \"bye\"\ny = 1\n");
+    assert!(found.tolerated.iter().any(|t| t.contains("U+201C")), "{:?}", found.tolerated);
+}
+
+#[test]
+fn no_edit_inside_an_identifier() {
+    let text = "template_debug = False\nother = 1\n";
+    assert!(matches!(
+        locate(text, "  debug = False  ", "debug = True", "\n"),
+        Verdict::NotFound { .. }
+    ));
+    let text = "x = subtotal(a)\n";
+    assert!(matches!(
+        locate(text, "\ntotal(a)\n", "\ntotal(b)\n", "\n"),
+        Verdict::NotFound { .. }
+    ));
+    // On token boundaries it applies.
+    let text = "let x = f(1);\n";
+    assert_eq!(edited(text, "\n  f(1)\n", "\n  g(2)\n"), "let x = g(2);\n");
+}
+
+#[test]
+fn reindents_two_spaces_onto_four() {
+    let text = "def f():\n    if a:\n        b()\n    return 1\n";
+    let out = edited(text, "if a:\n  b()", "if a:\n  b()\n  if c:\n    d()");
+    assert_eq!(
+        out,
+        "def f():\n    if a:\n        b()\n        if c:\n            d()\n    return 1\n"
+    );
+}
+
+#[test]
+fn spaces_onto_tabs() {
+    let text = "func f() {\n\tif ok {\n\t\trun()\n\t}\n}\n";
+    let out = edited(
+        text,
+        "    if ok {\n        run()\n    }",
+        "    if ok {\n        run()\n        log()\n    }",
+    );
+    assert_eq!(out, "func f() {\n\tif ok {\n\t\trun()\n\t\tlog()\n\t}\n}\n");
+}
+
+#[test]
+fn two_tolerant_regions_are_ambiguous() {
+    // One differs by a trailing space, the other by its depth.
+    let text = "a:\n  x: 1 \n  y: 2\nb:\n    x: 1\n    y: 2\n";
+    match locate(text, "  x: 1\n  y: 2", "  x: 3\n  y: 2", "\n") {
+        Verdict::Ambiguous { matches, total, .. } => {
+            assert_eq!(total, 2);
+            let lines: Vec<String> = matches.iter().map(|m| m.lines.to_string()).collect();
+            assert_eq!(lines, vec!["lines 2-3", "lines 5-6"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_near_miss_elsewhere_refuses() {
+    // The caller's block changed since it was read (lines 2-4); an identical
+    // block at another depth must not be edited instead.
+    let text = "\
+def a():
+    x = compute(1)
+    y = x + 2
+    return y
+class B:
+    def b(self):
+        x = compute(1)
+        y = x + 1
+        return y
+";
+    let old = "    x = compute(1)\n    y = x + 1\n    return y";
+    match locate(text, old, "    x = compute(1)\n    y = x + 5\n    return y", "\n") {
+        Verdict::Ambiguous { matches, near, .. } => {
+            assert_eq!(matches[0].lines.to_string(), "lines 7-9");
+            assert_eq!(near[0].lines.to_string(), "lines 2-4");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn close_regions_of_another_height_are_found_whole() {
+    let text = "fn main() {\n    let v = call(\n        alpha,\n        beta,\n        gamma,\n    );\n}\n";
+    match locate(text, "    let v = call(alpha, beta, delta);", "x", "\n") {
+        Verdict::NotFound { close } => {
+            assert_eq!(close[0].lines.to_string(), "lines 2-6", "{close:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn equally_close_regions_are_all_named() {
+    let text = "one\nfn a() { go(1); }\ntwo\nfn a() { go(1); }\nthree\n";
+    match locate(text, "fn a() { go(2); }", "x", "\n") {
+        Verdict::NotFound { close } => {
+            let lines: Vec<String> = close.iter().map(|c| c.lines.to_string()).collect();
+            assert_eq!(lines, vec!["line 2", "line 4"]);
+            assert!((close[0].similarity - close[1].similarity).abs() < f32::EPSILON);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn old_string_with_a_line_break_removes_it() {
+    let text = "a\n  b \nc\n";
+    assert_eq!(edited(text, "b\n", ""), "a\nc\n");
+    assert_eq!(edited(text, "b\n", "B\n"), "a\n  B\nc\n");
+}
+
+#[test]
+fn crlf_regions_keep_crlf() {
+    let text = "a\r\n  b  c\r\n  d\r\n";
+    let found = match locate(text, "b c\nd", "x\ny\nz", "\r\n") {
+        Verdict::Unique(found) => found,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(found.apply(text), "a\r\n  x\r\n  y\r\n  z\r\n");
+}
+
+#[test]
+fn many_equal_lines_finish_quickly() {
+    // Quadratic work here would take minutes; the bound catches a hang.
+    let handle = std::thread::spawn(|| {
+        let text = "a\n".repeat(200_000);
+        let mut old = "a\n".repeat(5_000);
+        old.push('b');
+        let verdict = locate(&text, &old, "c", "\n");
+        assert!(matches!(verdict, Verdict::NotFound { .. }));
+        let old = " a\n".repeat(5_000);
+        let verdict = locate(&text, &old, "c", "\n");
+        assert!(matches!(verdict, Verdict::Ambiguous { .. }));
+        let line = "a ".repeat(1 << 20);
+        let verdict = locate(&line, "a  a", "b", "\n");
+        assert!(matches!(verdict, Verdict::Ambiguous { .. }));
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !handle.is_finished() {
+        assert!(std::time::Instant::now() < deadline, "tolerant matching took over 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(handle.join().is_ok());
+}
