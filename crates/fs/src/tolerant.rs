@@ -45,12 +45,17 @@ pub(crate) use lines::line_numbers;
 use indent::{IndentMap, unit_of};
 use lines::{LineTable, SplitLines};
 use near::{Inputs, Near, Sieve};
-use normal::{Loose, is_word, key_hash, loose};
+pub(crate) use normal::is_word;
+use normal::{Loose, key_hash, loose};
 
 /// Similarity (0 to 1) from which another region counts as a near miss: the
 /// caller may have meant it, so a tolerant match elsewhere is not used.
 /// Chosen on the edit corpus (see the crate's tests).
 pub const NEAR_MISS: f32 = 0.8;
+
+/// How much less close to old_string as written (whitespace and all) than
+/// the match a near miss may be and still count.
+pub const RAW_MARGIN: f32 = 0.02;
 
 /// Similarity from which a region is worth showing in a hint.
 pub const SHOWN: f32 = 0.5;
@@ -226,12 +231,24 @@ pub fn locate(text: &str, old: &str, new: &str, ending: &str) -> Verdict {
         }
         1 if found.len() == 1 => {
             let only = found.remove(0);
-            let near = near::search(
+            // A near miss counts when it is at least as close to old_string
+            // as written (whitespace and all) as the match is: then the
+            // match needed a tolerance the near miss does not, and the near
+            // miss may be what the caller copied, changed since.
+            let written = old_lines.join("\n");
+            let raw = |first: usize, last: usize| {
+                near::raw_similarity(&written, &file.lines(first, last).join("\n"))
+            };
+            let matched_raw = raw(only.lines.first - 1, only.lines.last - 1);
+            let near: Vec<Near> = near::search(
                 &inputs,
                 Some((only.lines.first - 1, only.lines.last - 1)),
                 NEAR_MISS,
                 LISTED,
-            );
+            )
+            .into_iter()
+            .filter(|n| raw(n.first, n.last) + RAW_MARGIN >= matched_raw)
+            .collect();
             if near.is_empty() {
                 return Verdict::Unique(only);
             }
@@ -353,79 +370,192 @@ impl File<'_> {
     }
 }
 
-/// Every run of whole lines matching old_string's lines: the first
-/// [`VERIFIED`] as matches, and the count of all.
+/// Every run of lines matching old_string's lines: the first [`VERIFIED`]
+/// as matches, and the count of all. The first and last lines of a
+/// multi-line old_string may also match the end (first) or the start (last)
+/// of a file line, on a token boundary, as a copy that began or ended
+/// within a line does.
 fn line_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
-    const BASE: u64 = 0x0100_0000_01B3;
     let height = query.old_lines.len();
     let total_lines = file.hashes.len();
     if height > total_lines {
         return (Vec::new(), 0);
     }
-    let mut power = 1u64;
-    for _ in 1..height {
-        power = power.wrapping_mul(BASE);
-    }
-    let roll = |acc: u64, h: &u64| acc.wrapping_mul(BASE).wrapping_add(*h);
-    let target = query.old_hashes.iter().fold(0u64, roll);
-    let mut window = file.hashes[..height].iter().fold(0u64, roll);
     let mut found = Vec::new();
     let mut count = 0;
-    let mut checked = 0;
-    for first in 0..=total_lines - height {
-        if first > 0 {
-            window = window
-                .wrapping_sub(file.hashes[first - 1].wrapping_mul(power))
-                .wrapping_mul(BASE)
-                .wrapping_add(file.hashes[first + height - 1]);
-        }
-        if window != target {
-            continue;
-        }
-        if checked == VERIFIED {
-            // Same hashes: counted as a match (the caller is refused anyway).
+    let mut consider = |first: usize| {
+        if found.len() < VERIFIED {
+            if let Some(m) = line_match(file, query, first) {
+                found.push(m);
+                count += 1;
+            }
+        } else if ends_match(file, query, first) {
+            // Past the verified ones, equal hashes and ends are counted as
+            // matches (the caller is refused anyway).
             count += 1;
-            continue;
         }
-        checked += 1;
-        if let Some(m) = line_match(file, query, first) {
-            found.push(m);
-            count += 1;
+    };
+    match height {
+        1 => {
+            for (first, &hash) in file.hashes.iter().enumerate() {
+                if hash == query.old_hashes[0] {
+                    consider(first);
+                }
+            }
+        }
+        2 => {
+            for first in 0..total_lines - 1 {
+                let full_first = file.hashes[first] == query.old_hashes[0];
+                let full_last = file.hashes[first + 1] == query.old_hashes[1];
+                if full_first || full_last {
+                    consider(first);
+                }
+            }
+        }
+        _ => {
+            // A rolling hash over the lines between the first and the last.
+            const BASE: u64 = 0x0100_0000_01B3;
+            let inner = &query.old_hashes[1..height - 1];
+            let width = inner.len();
+            let mut power = 1u64;
+            for _ in 1..width {
+                power = power.wrapping_mul(BASE);
+            }
+            let roll = |acc: u64, h: &u64| acc.wrapping_mul(BASE).wrapping_add(*h);
+            let target = inner.iter().fold(0u64, roll);
+            let mut window = file.hashes[1..=width].iter().fold(0u64, roll);
+            for first in 0..=total_lines - height {
+                if first > 0 {
+                    window = window
+                        .wrapping_sub(file.hashes[first].wrapping_mul(power))
+                        .wrapping_mul(BASE)
+                        .wrapping_add(file.hashes[first + width]);
+                }
+                if window == target {
+                    consider(first);
+                }
+            }
         }
     }
     (found, count)
 }
 
-fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match> {
-    let last = first + query.old_lines.len() - 1;
-    let file_lines = file.lines(first, last);
-    if file_lines
-        .iter()
-        .zip(query.old_keys)
-        .any(|(line, key)| loose(line) != *key)
-    {
+/// How the first or last line of old_string sits on a line of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    /// The whole line.
+    Whole,
+    /// A part of it: from this byte of the file to the line's end (first
+    /// line), or from the line's start to this byte (last line).
+    Part(usize),
+}
+
+/// Whether old_string's first (`first_line`) or last line matches file line
+/// `index`, wholly or in part.
+fn edge(file: &File<'_>, query: &Query<'_>, index: usize, old_index: usize, first_line: bool) -> Option<Edge> {
+    let key = &query.old_keys[old_index];
+    if file.hashes[index] == query.old_hashes[old_index] {
+        let line = file.table.line(file.text, index);
+        return (loose(line) == *key).then_some(Edge::Whole);
+    }
+    if key.is_empty() || (!first_line && query.old_break) {
         return None;
     }
-    let map = IndentMap::fit(query.old_lines, &file_lines, query.new_lines, || file.unit())?;
+    let line = file.table.line(file.text, index);
+    let mut reading = Loose::default();
+    reading.read(line, true);
+    let text = reading.text.as_str();
+    let span = file.table.span(index);
+    if first_line {
+        let start = text.len().checked_sub(key.len())?;
+        if start == 0 || !text.ends_with(key.as_str()) || !text.is_char_boundary(start) {
+            return None;
+        }
+        let whole_char = reading.spans[start] != reading.spans[start - 1];
+        let bounded = !key.chars().next().is_some_and(is_word)
+            || !text[..start].chars().next_back().is_some_and(is_word);
+        (whole_char && bounded).then(|| Edge::Part(span.start + reading.spans[start] as usize))
+    } else {
+        let end = key.len();
+        if end >= text.len() || !text.starts_with(key.as_str()) || !text.is_char_boundary(end) {
+            return None;
+        }
+        let whole_char = reading.spans[end] != reading.spans[end - 1];
+        let bounded = !key.chars().next_back().is_some_and(is_word)
+            || !text[end..].chars().next().is_some_and(is_word);
+        (whole_char && bounded).then(|| Edge::Part(span.start + reading.spans[end] as usize))
+    }
+}
+
+/// The cheap test for regions past the verified ones: both ends match.
+fn ends_match(file: &File<'_>, query: &Query<'_>, first: usize) -> bool {
+    let last_old = query.old_lines.len() - 1;
+    edge(file, query, first, 0, true).is_some()
+        && (last_old == 0 || edge(file, query, first + last_old, last_old, false).is_some())
+}
+
+fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match> {
+    let height = query.old_lines.len();
+    let last = first + height - 1;
+    let head = edge(file, query, first, 0, true)?;
+    let tail = if height == 1 {
+        Edge::Whole
+    } else {
+        edge(file, query, last, height - 1, false)?
+    };
+    if height == 1 && head != Edge::Whole {
+        return None;
+    }
+    let file_lines = file.lines(first, last);
+    if (1..height.saturating_sub(1)).any(|i| loose(file_lines[i]) != query.old_keys[i]) {
+        return None;
+    }
+    // A first line matched in part is not indented in the file's terms: it
+    // stays out of the indentation fit, and new_string's first line is
+    // written as it is.
+    let skip = usize::from(head != Edge::Whole);
+    let map = IndentMap::fit(
+        &query.old_lines[skip..],
+        &file_lines[skip..],
+        &query.new_lines[skip.min(query.new_lines.len())..],
+        || file.unit(),
+    )
+    .or_else(|| (height == 1 + skip).then(IndentMap::identity))?;
     let ending = file.ending_of(first, last);
     let mut replacement = query
         .new_lines
         .iter()
-        .map(|line| map.apply(line))
+        .enumerate()
+        .map(|(i, line)| if i < skip { (*line).to_string() } else { map.apply(line) })
         .collect::<Vec<_>>()
         .join(ending);
+    let first_span = file.table.span(first);
     let last_span = file.table.span(last);
-    let start = file.table.span(first).start;
-    let end = if query.old_break && !query.new_break && last_span.end > last_span.content_end {
-        last_span.end
-    } else {
-        last_span.content_end
+    let start = match head {
+        Edge::Whole => first_span.start,
+        Edge::Part(at) => at,
+    };
+    let end = match tail {
+        Edge::Part(at) => at,
+        Edge::Whole if query.old_break && !query.new_break && last_span.end > last_span.content_end => {
+            last_span.end
+        }
+        Edge::Whole => last_span.content_end,
     };
     if query.new_break && !query.old_break {
         replacement.push_str(ending);
     }
     let mut tolerated: Vec<String> = map.describe().into_iter().collect();
-    for note in explain::differences(query.old_lines, &file_lines, file.odd_endings(first, last)) {
+    let compared: Vec<&str> = file_lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| match (i, head, tail) {
+            (0, Edge::Part(at), _) => &file.text[at..first_span.content_end],
+            (i, _, Edge::Part(at)) if i == height - 1 => &file.text[last_span.start..at],
+            _ => *line,
+        })
+        .collect();
+    for note in explain::differences(query.old_lines, &compared, file.odd_endings(first, last)) {
         if !note.contains("indented with") {
             tolerated.push(note);
         }
@@ -434,10 +564,16 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
         tolerated.push("whitespace differs".to_string());
     }
     let before = file.table.block(file.text, first, last).to_string();
+    let tail_text = if end <= last_span.content_end {
+        &file.text[end..last_span.content_end]
+    } else {
+        ""
+    };
     let after = format!(
-        "{}{}",
+        "{}{}{}",
+        &file.text[first_span.start..start],
         replacement.strip_suffix(ending).unwrap_or(&replacement),
-        &file.text[end.min(last_span.content_end)..last_span.content_end]
+        tail_text
     );
     Some(Match {
         lines: Lines {

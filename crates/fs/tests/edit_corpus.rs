@@ -190,7 +190,11 @@ fn check(name: &str, dir: &Path, tally: &mut Tally) {
             case: name.to_string(),
             expected: expected.clone(),
             got: got.to_string(),
-            message: head(message),
+            message: if std::env::var_os("EDIT_CORPUS_VERBOSE").is_some() {
+                format!("\n{message}\n")
+            } else {
+                head(message)
+            },
         });
     };
 

@@ -88,114 +88,151 @@ fn ordinal(n: usize) -> String {
 /// that a reader could not see: Unicode normalization, odd spaces and
 /// invisible characters, tabs against spaces, trailing whitespace,
 /// typographic quotes and dashes, a literal backslash-n, line endings.
-/// Lines are referred to by their place in old_string ("its 2nd line"), so
-/// that `line N` in a message always means a line of the file.
-pub(crate) fn differences(old: &[&str], file: &[&str], file_crlf: usize) -> Vec<String> {
+/// Lines are referred to by their place in old_string ("old_string's 2nd
+/// line"), so that `line N` in a message always means a line of the file.
+pub(crate) fn differences(old: &[&str], file: &[&str], odd_endings: usize) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    let mut push = |notes: &mut Vec<String>, note: String| {
-        if notes.len() < MAX_NOTES && !notes.contains(&note) {
-            notes.push(note);
-        }
-    };
     let old_text = old.join("\n");
     let file_text = file.join("\n");
     let literal_old = old_text.matches("\\n").count();
     let literal_file = file_text.matches("\\n").count();
     if literal_old > literal_file && file.len() > old.len() {
-        push(
-            &mut notes,
+        notes.push(
             "old_string has a literal backslash-n (the two characters \\ and n) where the file has a line break; write a real line break".to_string(),
         );
     }
-    if file_crlf > 0 {
-        push(
-            &mut notes,
-            format!(
-                "{} of the region's lines end in CRLF where the rest of the file uses LF",
-                file_crlf
-            ),
-        );
+    if odd_endings > 0 {
+        notes.push(format!(
+            "{odd_endings} of the region's lines end with another line ending (CRLF or LF) than the rest of the file"
+        ));
     }
     if old.len() != file.len() {
-        push(
-            &mut notes,
-            format!(
-                "old_string has {} line{} where the region has {}: the line breaks differ",
-                old.len(),
-                if old.len() == 1 { "" } else { "s" },
-                file.len()
-            ),
-        );
-        pair_notes(&old_text.replace('\n', " "), &file_text.replace('\n', " "), None, &mut notes, &mut push);
+        notes.push(format!(
+            "old_string has {} line{} where the region has {}: the line breaks differ",
+            old.len(),
+            if old.len() == 1 { "" } else { "s" },
+            file.len()
+        ));
+        let mut found = Vec::new();
+        pair_notes(&old_text.replace('\n', " "), &file_text.replace('\n', " "), false, &mut found);
+        for note in found {
+            if notes.len() < MAX_NOTES && !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
         return notes;
     }
+    // Each kind of difference once, with the lines of old_string it is on.
+    let mut grouped: Vec<(String, Vec<usize>)> = Vec::new();
     for (index, (o, f)) in old.iter().zip(file).enumerate() {
         if o == f {
             continue;
         }
-        let which = if old.len() == 1 {
-            "old_string".to_string()
+        let mut found = Vec::new();
+        pair_notes(o, f, true, &mut found);
+        for note in found {
+            match grouped.iter_mut().find(|(n, _)| *n == note) {
+                Some((_, lines)) => lines.push(index + 1),
+                None => grouped.push((note, vec![index + 1])),
+            }
+        }
+    }
+    for (note, lines) in grouped {
+        if notes.len() == MAX_NOTES {
+            break;
+        }
+        let place = if old.len() == 1 {
+            String::new()
+        } else if lines.len() == old.len() {
+            " (on every line of old_string)".to_string()
         } else {
-            format!("old_string's {} line", ordinal(index + 1))
+            let mut ordinals: Vec<String> = lines.iter().take(4).map(|&n| ordinal(n)).collect();
+            if lines.len() > 4 {
+                ordinals.push(format!("{} more", lines.len() - 4));
+            }
+            format!(
+                " (old_string's {} line{})",
+                ordinals.join(", "),
+                if lines.len() == 1 { "" } else { "s" }
+            )
         };
-        pair_notes(o, f, Some(&which), &mut notes, &mut push);
+        notes.push(format!("{note}{place}"));
     }
     notes
 }
 
-fn pair_notes(
-    o: &str,
-    f: &str,
-    which: Option<&str>,
-    notes: &mut Vec<String>,
-    push: &mut impl FnMut(&mut Vec<String>, String),
-) {
-    let which = which.unwrap_or("old_string");
+/// `8 spaces`, `a tab`, `U+00A0 no-break space`: whitespace and invisible
+/// characters by name, runs counted; visible text quoted.
+fn shown(seg: &str) -> String {
+    if seg.is_empty() {
+        return "nothing".to_string();
+    }
+    if seg.chars().all(|c| !c.is_whitespace() && !invisible(c)) {
+        return format!("`{seg}`");
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut chars = seg.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mut run = 1;
+        while chars.peek() == Some(&c) {
+            chars.next();
+            run += 1;
+        }
+        let name = char_name(c);
+        parts.push(if run == 1 {
+            format!("a {name}")
+        } else {
+            format!("{run} {name}s")
+        });
+    }
+    parts.join(", ")
+}
+
+/// The differences of one pair of lines (or of two joined blocks).
+fn pair_notes(o: &str, f: &str, lines: bool, notes: &mut Vec<String>) {
+    let mut push = |note: String| {
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    };
     let (o_body, f_body) = (o.trim_end(), f.trim_end());
-    if o_body.len() != o.len() || f_body.len() != f.len() {
+    if lines {
         let o_trail = &o[o_body.len()..];
         let f_trail = &f[f_body.len()..];
         if o_trail != f_trail {
             let describe = |trail: &str| {
                 if trail.is_empty() {
-                    "no trailing whitespace".to_string()
+                    "none".to_string()
                 } else {
-                    format!(
-                        "trailing {}",
-                        trail.chars().map(char_name).collect::<Vec<_>>().join(", ")
-                    )
+                    shown(trail)
                 }
             };
-            push(
-                notes,
-                format!(
-                    "{which} has {} where the file's line has {}",
-                    describe(o_trail),
-                    describe(f_trail)
-                ),
-            );
+            push(format!(
+                "trailing whitespace differs: old_string has {}, the file has {}",
+                describe(o_trail),
+                describe(f_trail)
+            ));
         }
     }
     let o_indent = super::indent::indent_of(o_body);
     let f_indent = super::indent::indent_of(f_body);
-    if o_indent.contains('\t') != f_indent.contains('\t') && !o_indent.is_empty() && !f_indent.is_empty() {
+    if o_indent.contains('\t') != f_indent.contains('\t')
+        && !o_indent.is_empty()
+        && !f_indent.is_empty()
+    {
         let kind = |s: &str| if s.contains('\t') { "tabs" } else { "spaces" };
-        push(
-            notes,
-            format!(
-                "{which} is indented with {} where the file's line uses {}",
-                kind(o_indent),
-                kind(f_indent)
-            ),
-        );
+        push(format!(
+            "old_string is indented with {} where the file uses {}",
+            kind(o_indent),
+            kind(f_indent)
+        ));
     }
     let (o_rest, f_rest) = (&o_body[o_indent.len()..], &f_body[f_indent.len()..]);
     if o_rest == f_rest {
         return;
     }
+    let diff = TextDiff::from_chars(o_rest, f_rest);
     if o_rest.nfc().eq(f_rest.nfc()) {
-        // Find the differing characters to show their code points.
-        let diff = TextDiff::from_chars(o_rest, f_rest);
         let mut old_part = String::new();
         let mut file_part = String::new();
         for change in diff.iter_all_changes() {
@@ -205,34 +242,45 @@ fn pair_notes(
                 ChangeTag::Equal => {}
             }
         }
-        push(
-            notes,
-            format!(
-                "Unicode normalization: {which} writes {} ({}) where the file has {} ({}); they look the same but are different characters",
-                old_part.nfc().collect::<String>(),
-                code_points(&old_part),
-                file_part.nfc().collect::<String>(),
-                code_points(&file_part)
-            ),
-        );
+        push(format!(
+            "Unicode normalization: old_string writes {} ({}) where the file has {} ({}); they look the same but are different characters",
+            old_part.nfc().collect::<String>(),
+            code_points(&old_part),
+            file_part.nfc().collect::<String>(),
+            code_points(&file_part)
+        ));
         return;
     }
-    let diff = TextDiff::from_chars(o_rest, f_rest);
     for op in diff.ops() {
         let (old_range, new_range) = (op.old_range(), op.new_range());
-        let old_seg: String = o_rest.chars().skip(old_range.start).take(old_range.len()).collect();
-        let file_seg: String = f_rest.chars().skip(new_range.start).take(new_range.len()).collect();
+        let old_seg: String = o_rest
+            .chars()
+            .skip(old_range.start)
+            .take(old_range.len())
+            .collect();
+        let file_seg: String = f_rest
+            .chars()
+            .skip(new_range.start)
+            .take(new_range.len())
+            .collect();
         if old_seg == file_seg {
+            continue;
+        }
+        let plain_blank = |s: &str| s.chars().all(|c| c == ' ' || c == '\t');
+        if plain_blank(&old_seg) && plain_blank(&file_seg) {
+            if old_seg.contains('\t') != file_seg.contains('\t') {
+                push(format!(
+                    "the file has {} where old_string has {} between words",
+                    shown(&file_seg),
+                    shown(&old_seg)
+                ));
+            } else {
+                push("the spaces between words differ".to_string());
+            }
             continue;
         }
         let file_notable: Vec<char> = file_seg.chars().filter(|&c| notable(c)).collect();
         let old_notable: Vec<char> = old_seg.chars().filter(|&c| notable(c)).collect();
-        if file_notable.is_empty() && old_notable.is_empty() {
-            if old_seg.trim().is_empty() && file_seg.trim().is_empty() {
-                push(notes, format!("{which} differs from the file's line in the spaces between words"));
-            }
-            continue;
-        }
         let list = |chars: &[char]| {
             let mut names: Vec<String> = Vec::new();
             for &c in chars {
@@ -243,29 +291,19 @@ fn pair_notes(
             }
             names.join(", ")
         };
-        let shown = |seg: &str| {
-            if seg.is_empty() {
-                "nothing".to_string()
-            } else if seg.chars().all(|c| !c.is_whitespace() && !invisible(c)) {
-                format!("`{seg}`")
-            } else {
-                seg.chars().map(char_name).collect::<Vec<_>>().join(", ")
-            }
-        };
-        let note = match (file_notable.is_empty(), old_notable.is_empty()) {
-            (false, _) => format!(
-                "the file has {} where {which} has {}",
+        if !file_notable.is_empty() {
+            push(format!(
+                "the file has {} where old_string has {}",
                 list(&file_notable),
                 shown(&old_seg)
-            ),
-            (true, false) => format!(
-                "{which} has {} where the file has {}",
+            ));
+        } else if !old_notable.is_empty() {
+            push(format!(
+                "old_string has {} where the file has {}",
                 list(&old_notable),
                 shown(&file_seg)
-            ),
-            (true, true) => continue,
-        };
-        push(notes, note);
+            ));
+        }
     }
 }
 
@@ -283,11 +321,16 @@ mod tests {
         assert!(notes[0].starts_with("the file has U+2018"), "{notes:?}");
         assert!(notes[0].contains("old_string's 2nd line"), "{notes:?}");
         let notes = differences(&["a = 1"], &["a = 1  "], 0);
-        assert!(notes[0].contains("trailing space, space"), "{notes:?}");
+        assert!(notes[0].contains("the file has 2 spaces"), "{notes:?}");
         let notes = differences(&["f(\"a\\nb\")"], &["f(\"a", "b\")"], 0);
         assert!(notes[0].contains("literal backslash-n"), "{notes:?}");
         let notes = differences(&["    a"], &["\ta"], 1);
         assert!(notes.iter().any(|n| n.contains("CRLF")), "{notes:?}");
         assert!(notes.iter().any(|n| n.contains("with spaces where")), "{notes:?}");
+        let notes = differences(&["  a", "  b", "c"], &["\ta", "\tb", "c"], 0);
+        assert_eq!(
+            notes,
+            vec!["old_string is indented with spaces where the file uses tabs (old_string's 1st, 2nd lines)"]
+        );
     }
 }

@@ -147,6 +147,18 @@ impl IndentMap {
         })
     }
 
+    /// The map that changes nothing.
+    pub(crate) fn identity() -> IndentMap {
+        IndentMap {
+            old_base: 0,
+            file_base: 0,
+            num: 1,
+            den: 1,
+            tabs: false,
+            pairs: Vec::new(),
+        }
+    }
+
     /// True when every caller's indent is the file's already.
     pub(crate) fn is_identity(&self) -> bool {
         self.old_base == self.file_base
@@ -156,7 +168,7 @@ impl IndentMap {
 
     /// `line` of new_string with its indentation in the file's terms.
     pub(crate) fn apply(&self, line: &str) -> String {
-        if is_blank(line) {
+        if is_blank(line) || self.pairs.is_empty() {
             return line.to_string();
         }
         let indent = indent_of(line);

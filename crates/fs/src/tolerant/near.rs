@@ -134,6 +134,17 @@ pub(crate) fn similarity(old: &[String], file: &[String]) -> f32 {
     }
 }
 
+/// Similarity of two texts as written, whitespace included, 0 to 1.
+pub(crate) fn raw_similarity(old: &str, file: &str) -> f32 {
+    let mut config = TextDiff::configure();
+    config.timeout(SCORE_TIMEOUT);
+    if old.len() + file.len() <= CHAR_LIMIT {
+        config.diff_chars(old, file).ratio()
+    } else {
+        config.diff_lines(old, file).ratio()
+    }
+}
+
 /// The regions most like old_string, best first, not overlapping one
 /// another nor `exclude` (0-based inclusive lines), each at least `min`
 /// similar; at most `max`.

@@ -169,3 +169,24 @@ fn many_equal_lines_finish_quickly() {
     }
     assert!(handle.join().is_ok());
 }
+
+#[test]
+fn first_and_last_lines_may_match_within_a_line() {
+    let text = "func a() {\n\tw.Write(x)\n}\n\nfunc (s *S) Serve(ctx context.Context) error {\n";
+    let out = edited(
+        text,
+        "    w.Write(x)\n}\n\nfunc (s *S) Serve",
+        "    w.Write(y)\n}\n\nfunc (s *S) Serve",
+    );
+    assert_eq!(out, "func a() {\n\tw.Write(y)\n}\n\nfunc (s *S) Serve(ctx context.Context) error {\n");
+    // A first line copied from the middle of a line.
+    let text = "x := compute(a,\n\t\tb)\n";
+    let out = edited(text, "compute(a,\n        b)", "compute(a,\n        c)");
+    assert_eq!(out, "x := compute(a,\n\t\tc)\n");
+    // Never inside a name.
+    let text = "x := recompute(a,\n\t\tb)\n";
+    assert!(matches!(
+        locate(text, "compute(a,\n        b)", "y", "\n"),
+        Verdict::NotFound { .. }
+    ));
+}
