@@ -283,8 +283,9 @@ impl History {
             for (change, _) in step.iter().rev() {
                 if line > change.at + change.added {
                     line = line + change.removed - change.added;
-                } else if line > change.at {
-                    line = change.at;
+                } else if line >= change.at {
+                    // On a line the replacement wrote (in whole or part).
+                    line = change.at + (line - change.at).min(change.removed);
                     written_by = written_by.or(Some(index));
                 }
             }

@@ -31,12 +31,15 @@ impl Near {
 const RARE: usize = 32;
 /// Start points taken from each signal.
 const STARTS: usize = 6;
-/// Bytes of old_string plus region above which similarity is judged by
-/// words rather than characters, and by lines above the second.
-const CHAR_LIMIT: usize = 32 * 1024;
-const WORD_LIMIT: usize = 512 * 1024;
+/// Characters of old_string plus region above which similarity is judged
+/// by words rather than characters, and words above which by lines. Myers'
+/// diff costs the size times the difference, so these keep one score in
+/// the tens of milliseconds at worst and the scores deterministic (the
+/// timeout below is only a safety net).
+const CHAR_LIMIT: usize = 4 * 1024;
+const WORD_LIMIT: usize = 6 * 1024;
 /// Time budget of one similarity score.
-const SCORE_TIMEOUT: Duration = Duration::from_millis(20);
+const SCORE_TIMEOUT: Duration = Duration::from_millis(500);
 /// Total bytes compared by one search; past it, no more windows are scored.
 const BUDGET: usize = 8 * 1024 * 1024;
 
@@ -123,9 +126,10 @@ pub(crate) fn similarity(old: &[String], file: &[String]) -> f32 {
     }
     let mut config = TextDiff::configure();
     config.timeout(SCORE_TIMEOUT);
+    let words = |lines: &[String]| lines.iter().map(|l| l.split(' ').count()).sum::<usize>();
     if a.len() + b.len() <= CHAR_LIMIT {
         config.diff_chars(&a, &b).ratio()
-    } else if a.len() + b.len() <= WORD_LIMIT {
+    } else if words(old) + words(file) <= WORD_LIMIT {
         let (a, b) = (old.join(" "), file.join(" "));
         config.diff_words(&a, &b).ratio()
     } else {
@@ -140,6 +144,9 @@ pub(crate) fn raw_similarity(old: &str, file: &str) -> f32 {
     config.timeout(SCORE_TIMEOUT);
     if old.len() + file.len() <= CHAR_LIMIT {
         config.diff_chars(old, file).ratio()
+    } else if old.split_whitespace().count() + file.split_whitespace().count() <= WORD_LIMIT / 2 {
+        // Words and the whitespace between them are tokens alike.
+        config.diff_words(old, file).ratio()
     } else {
         config.diff_lines(old, file).ratio()
     }
