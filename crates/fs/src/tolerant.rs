@@ -348,6 +348,23 @@ impl File<'_> {
 
     fn candidate(&self, query: &Query<'_>, near: &Near, matched: bool) -> Candidate {
         let file_lines = self.lines(near.first, near.last);
+        let mut differences: Vec<String> = Vec::new();
+        if matched
+            && file_lines.len() == query.old_lines.len()
+            && let Some(note) = IndentMap::fit(query.old_lines, &file_lines, query.new_lines, || self.unit())
+                .and_then(|map| map.describe())
+        {
+            differences.push(note);
+        }
+        for note in explain::differences(
+            query.old_lines,
+            &file_lines,
+            self.odd_endings(near.first, near.last),
+        ) {
+            if !(differences.len() == 1 && note.contains("indented with")) {
+                differences.push(note);
+            }
+        }
         Candidate {
             lines: Lines {
                 first: near.first + 1,
@@ -356,11 +373,7 @@ impl File<'_> {
             range: self.table.span(near.first).start..self.table.span(near.last).content_end,
             similarity: near.similarity,
             matched,
-            differences: explain::differences(
-                query.old_lines,
-                &file_lines,
-                self.odd_endings(near.first, near.last),
-            ),
+            differences,
         }
     }
 

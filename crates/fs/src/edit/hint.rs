@@ -103,7 +103,9 @@ fn ordinal(n: usize) -> String {
 
 /// What differs, in words: the invisible differences the matcher named, or
 /// else which of old_string's lines differ.
-fn how_it_differs(old: &str, region: &str, candidate: &Candidate) -> String {
+pub(crate) fn how_it_differs(old: &str, region: &str, candidate: &Candidate) -> String {
+    let old = old.strip_suffix('\n').unwrap_or(old);
+    let old = old.strip_suffix('\r').unwrap_or(old);
     if !candidate.differences.is_empty() {
         return candidate.differences.join("; ");
     }

@@ -370,7 +370,7 @@ pub(crate) fn apply(
             matches,
             total,
             near,
-        } => Err(ambiguous(&matches, total, &near, context)),
+        } => Err(ambiguous(&matches, total, &near, (text, &old), context)),
         Verdict::NotFound { close } => {
             let err = no_match(text, &old, context, false, Some(close));
             Err(match cut {
@@ -388,15 +388,18 @@ pub(crate) fn apply(
     }
 }
 
-fn describe_candidate(candidate: &Candidate, context: &Context<'_>) -> String {
+fn describe_candidate(
+    candidate: &Candidate,
+    text: &str,
+    old: &str,
+    context: &Context<'_>,
+) -> String {
     let mut out = name_lines(candidate.lines, context.origin);
     if !candidate.matched {
         out.push_str(&format!(", {:.0}% similar", candidate.similarity * 100.0));
     }
-    if !candidate.differences.is_empty() {
-        out.push_str(": ");
-        out.push_str(&candidate.differences.join("; "));
-    }
+    out.push_str(": ");
+    out.push_str(&hint::how_it_differs(old, &text[candidate.range.clone()], candidate));
     out
 }
 
@@ -404,8 +407,10 @@ fn ambiguous(
     matches: &[Candidate],
     total: usize,
     near: &[Candidate],
+    (text, old): (&str, &str),
     context: &Context<'_>,
 ) -> ToolError {
+    let describe = |m: &Candidate| describe_candidate(m, text, old, context);
     let path = context.path;
     let mut message = if near.is_empty() {
         let more = if total > matches.len() {
@@ -417,7 +422,7 @@ fn ambiguous(
             "{path}: old_string does not match exactly, and tolerant matching finds it in {total} places; nothing was changed. Copy old_string from the region you mean exactly, with enough surrounding lines to make it unique:\n- {}{more}",
             matches
                 .iter()
-                .map(|m| describe_candidate(m, context))
+                .map(describe)
                 .collect::<Vec<_>>()
                 .join("\n- ")
         )
@@ -427,9 +432,9 @@ fn ambiguous(
             name_lines(matches[0].lines, context.origin),
             near.len(),
             if near.len() == 1 { " comes" } else { "s come" },
-            describe_candidate(&matches[0], context),
+            describe(&matches[0]),
             near.iter()
-                .map(|m| describe_candidate(m, context))
+                .map(describe)
                 .collect::<Vec<_>>()
                 .join("\n- ")
         )

@@ -266,6 +266,16 @@ fn pair_notes(o: &str, f: &str, lines: bool, notes: &mut Vec<String>) {
         if old_seg == file_seg {
             continue;
         }
+        if old_seg.nfc().eq(file_seg.nfc()) {
+            push(format!(
+                "Unicode normalization: old_string writes {} ({}) where the file has {} ({}); they look the same but are different characters",
+                old_seg.nfc().collect::<String>(),
+                code_points(&old_seg),
+                file_seg.nfc().collect::<String>(),
+                code_points(&file_seg)
+            ));
+            continue;
+        }
         let plain_blank = |s: &str| s.chars().all(|c| c == ' ' || c == '\t');
         if plain_blank(&old_seg) && plain_blank(&file_seg) {
             if old_seg.contains('\t') != file_seg.contains('\t') {
