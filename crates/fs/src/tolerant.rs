@@ -43,6 +43,7 @@ pub use lines::count_newlines;
 pub(crate) use lines::line_numbers;
 
 use indent::{IndentMap, unit_of};
+
 use lines::{LineTable, SplitLines};
 use near::{Inputs, Near, Sieve};
 pub(crate) use normal::is_word;
@@ -55,7 +56,7 @@ pub const NEAR_MISS: f32 = 0.8;
 
 /// How much less close to old_string as written (whitespace and all) than
 /// the match a near miss may be and still count.
-pub const RAW_MARGIN: f32 = 0.02;
+pub const RAW_MARGIN: f32 = 0.0;
 
 /// Similarity from which a region is worth showing in a hint.
 pub const SHOWN: f32 = 0.5;
@@ -234,12 +235,25 @@ pub fn locate(text: &str, old: &str, new: &str, ending: &str) -> Verdict {
             // A near miss counts when it is at least as close to old_string
             // as written (whitespace and all) as the match is: then the
             // match needed a tolerance the near miss does not, and the near
-            // miss may be what the caller copied, changed since.
+            // miss may be what the caller copied, changed since. It counts
+            // in any case when the match lies at another depth than
+            // old_string was written at and the near miss at that very
+            // depth: the same lines in another section, the ones meant
+            // having changed.
             let written = old_lines.join("\n");
             let raw = |first: usize, last: usize| {
                 near::raw_similarity(&written, &file.lines(first, last).join("\n"))
             };
             let matched_raw = raw(only.lines.first - 1, only.lines.last - 1);
+            let base = |lines: &[&str]| {
+                lines
+                    .iter()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| indent::columns(indent::indent_of(l)))
+                    .min()
+            };
+            let other_depth = only.range.start == table.span(only.lines.first - 1).start
+                && base(&old_lines) != base(&file.lines(only.lines.first - 1, only.lines.last - 1));
             let near: Vec<Near> = near::search(
                 &inputs,
                 Some((only.lines.first - 1, only.lines.last - 1)),
@@ -247,7 +261,10 @@ pub fn locate(text: &str, old: &str, new: &str, ending: &str) -> Verdict {
                 LISTED,
             )
             .into_iter()
-            .filter(|n| raw(n.first, n.last) + RAW_MARGIN >= matched_raw)
+            .filter(|n| {
+                let at_old_depth = base(&file.lines(n.first, n.last)) == base(&old_lines);
+                (other_depth && at_old_depth) || raw(n.first, n.last) + RAW_MARGIN >= matched_raw
+            })
             .collect();
             if near.is_empty() {
                 return Verdict::Unique(only);
@@ -500,6 +517,69 @@ fn edge(file: &File<'_>, query: &Query<'_>, index: usize, old_index: usize, firs
     }
 }
 
+/// new_string's lines as they go into the file. Lines the caller left as
+/// they were in old_string are the file's own lines, byte for byte (so its
+/// typographic characters, its Unicode form and its trailing whitespace
+/// survive); the others are re-indented to the file's depth and unit.
+fn new_text(query: &Query<'_>, map: &IndentMap, file: &[&str], skip: usize) -> Vec<String> {
+    use similar::{Algorithm, DiffOp, capture_diff_slices};
+    let old = query.old_lines;
+    let new = query.new_lines;
+    // Which old line each new line sits by: itself when unchanged, else the
+    // one it replaces or follows.
+    let mut beside: Vec<(usize, bool)> = vec![(0, false); new.len()];
+    for op in capture_diff_slices(Algorithm::Myers, old, new) {
+        match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
+                for k in 0..len {
+                    beside[new_index + k] = (old_index + k, true);
+                }
+            }
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                for k in 0..new_len {
+                    beside[new_index + k] = (old_index + k.min(old_len - 1), false);
+                }
+            }
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => {
+                for k in 0..new_len {
+                    beside[new_index + k] = (old_index.saturating_sub(1).min(old.len() - 1), false);
+                }
+            }
+            DiffOp::Delete { .. } => {}
+        }
+    }
+    new.iter()
+        .zip(beside)
+        .enumerate()
+        .map(|(j, (line, (i, same)))| {
+            if same {
+                file[i].to_string()
+            } else if j < skip {
+                (*line).to_string()
+            } else if map.flat && !line.trim().is_empty() {
+                let mut out = indent::indent_of(file[i]).to_string();
+                out.push_str(line);
+                out
+            } else {
+                map.apply(line)
+            }
+        })
+        .collect()
+}
+
 /// The cheap test for regions past the verified ones: both ends match.
 fn ends_match(file: &File<'_>, query: &Query<'_>, first: usize) -> bool {
     let last_old = query.old_lines.len() - 1;
@@ -535,15 +615,22 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
     )
     .or_else(|| (height == 1 + skip).then(IndentMap::identity))?;
     let ending = file.ending_of(first, last);
-    let mut replacement = query
-        .new_lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| if i < skip { (*line).to_string() } else { map.apply(line) })
-        .collect::<Vec<_>>()
-        .join(ending);
     let first_span = file.table.span(first);
     let last_span = file.table.span(last);
+    // The file's text for each of old_string's lines (the matched part of
+    // an edge line).
+    let compared: Vec<&str> = file_lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| match (i, head, tail) {
+            (0, Edge::Part(at), _) => &file.text[at..first_span.content_end],
+            (i, _, Edge::Part(at)) if i == height - 1 && height > 1 => {
+                &file.text[last_span.start..at]
+            }
+            _ => *line,
+        })
+        .collect();
+    let mut replacement = new_text(query, &map, &compared, skip).join(ending);
     let start = match head {
         Edge::Whole => first_span.start,
         Edge::Part(at) => at,
@@ -559,15 +646,6 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
         replacement.push_str(ending);
     }
     let mut tolerated: Vec<String> = map.describe().into_iter().collect();
-    let compared: Vec<&str> = file_lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| match (i, head, tail) {
-            (0, Edge::Part(at), _) => &file.text[at..first_span.content_end],
-            (i, _, Edge::Part(at)) if i == height - 1 => &file.text[last_span.start..at],
-            _ => *line,
-        })
-        .collect();
     for note in explain::differences(query.old_lines, &compared, file.odd_endings(first, last)) {
         if !note.contains("indented with") {
             tolerated.push(note);

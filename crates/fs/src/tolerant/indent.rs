@@ -71,6 +71,12 @@ pub(crate) struct IndentMap {
     /// Caller's indent strings seen on matched lines and the file's for them,
     /// reused as they are so odd alignments survive byte for byte.
     pairs: Vec<(String, String)>,
+    /// old_string had no indentation at all where the file has some: the
+    /// caller's lines say nothing of depth, and each new line takes the
+    /// depth of the file line it sits by.
+    pub flat: bool,
+    /// The depths did not scale by one ratio, only kept their order.
+    uneven: bool,
 }
 
 impl IndentMap {
@@ -105,10 +111,24 @@ impl IndentMap {
                 let g = gcd(o, f);
                 (f / g, o / g)
             }
-            None => {
-                if relative.iter().any(|&(_, f)| f > 0) {
-                    return None;
+            None if relative.iter().any(|&(_, f)| f > 0) => {
+                // old_string was written without any indentation (every
+                // line flush left) where the file's block has depths.
+                if old_base == 0 && pairs.iter().all(|(o, _)| o.is_empty()) {
+                    return Some(IndentMap {
+                        old_base,
+                        file_base,
+                        num: 1,
+                        den: 1,
+                        tabs,
+                        pairs: Vec::new(),
+                        flat: true,
+                        uneven: false,
+                    });
                 }
+                return None;
+            }
+            None => {
                 // One depth only: the units come from new_string and the file.
                 let caller = unit_of(old.iter().chain(new).copied());
                 let file = if file_base == 0 || !tabs {
@@ -128,8 +148,19 @@ impl IndentMap {
                 }
             }
         };
-        if relative.iter().any(|&(o, f)| f * den != o * num) {
-            return None;
+        // The depths must keep their order (deeper stays deeper, equal stays
+        // equal); they should scale by one ratio, and where they do not
+        // each depth seen is mapped on its own.
+        let uneven = relative.iter().any(|&(o, f)| f * den != o * num);
+        if uneven {
+            let keeps_order = relative.iter().all(|&(o1, f1)| {
+                relative
+                    .iter()
+                    .all(|&(o2, f2)| o1.cmp(&o2) == f1.cmp(&f2))
+            });
+            if !keeps_order {
+                return None;
+            }
         }
         let mut seen: Vec<(String, String)> = Vec::new();
         for (o, f) in pairs {
@@ -144,6 +175,8 @@ impl IndentMap {
             den,
             tabs,
             pairs: seen,
+            flat: false,
+            uneven,
         })
     }
 
@@ -156,12 +189,15 @@ impl IndentMap {
             den: 1,
             tabs: false,
             pairs: Vec::new(),
+            flat: false,
+            uneven: false,
         }
     }
 
     /// True when every caller's indent is the file's already.
     pub(crate) fn is_identity(&self) -> bool {
-        self.old_base == self.file_base
+        !self.flat
+            && self.old_base == self.file_base
             && self.num == self.den
             && self.pairs.iter().all(|(o, f)| o == f)
     }
@@ -195,6 +231,11 @@ impl IndentMap {
         if self.is_identity() {
             return None;
         }
+        if self.flat {
+            return Some(
+                "old_string has no indentation where the file's lines are indented; new lines take the depth of the file's lines beside them".to_string(),
+            );
+        }
         let kind = |tabs: bool| if tabs { "tabs" } else { "spaces" };
         let caller_tabs = self.pairs.iter().any(|(o, _)| o.contains('\t'));
         let mut parts = Vec::new();
@@ -204,6 +245,8 @@ impl IndentMap {
                 kind(caller_tabs),
                 kind(self.tabs)
             ));
+        } else if self.uneven {
+            parts.push("old_string's depths differ from the file's (mapped depth by depth)".to_string());
         } else if self.num != self.den {
             parts.push(format!(
                 "old_string's indentation steps are {}/{} of the file's",
@@ -253,8 +296,20 @@ mod tests {
     #[test]
     fn a_different_structure_does_not_fit() {
         assert!(fit(&["a", "  b"], &["a", "b"], &[]).is_none());
-        assert!(fit(&["a", "  b", "    c"], &["a", "    b", "      c"], &[]).is_none());
-        assert!(fit(&["a", "b"], &["a", "  b"], &[]).is_none());
+        // Deeper in the file where old_string is flat: only when old_string
+        // has no indentation at all.
+        assert!(fit(&["a", "b"], &["a", "  b"], &[]).is_some_and(|m| m.flat));
+        assert!(fit(&["  a", "  b"], &["a", "  b"], &[]).is_none());
+    }
+
+    #[test]
+    fn uneven_depths_map_one_by_one_and_flat_lines_are_recognised() {
+        let map = fit(&["- a:", "  b:", "      c"], &["  - a:", "    b:", "      c"], &[]).unwrap();
+        assert_eq!(map.apply("      d"), "      d");
+        assert_eq!(map.apply("  e:"), "    e:");
+        assert!(fit(&["a", "  b", "    c"], &["a", "    b", "  c"], &[]).is_none());
+        let map = fit(&["x = [", "1,", "2,"], &["x = [", "    1,", "    2,"], &[]).unwrap();
+        assert!(map.flat);
     }
 
     #[test]
