@@ -109,7 +109,7 @@ pub(crate) fn how_it_differs(old: &str, region: &str, candidate: &Candidate) -> 
     if !candidate.differences.is_empty() {
         return candidate.differences.join("; ");
     }
-    if old.to_lowercase() == region.to_lowercase() {
+    if old.len() == region.len() && old.to_lowercase() == region.to_lowercase() {
         return "it differs only in letter case".to_string();
     }
     let old_lines: Vec<&str> = old.split('\n').map(|l| l.trim_end_matches('\r')).collect();

@@ -8,6 +8,8 @@ use super::normal::{invisible, typographic};
 
 /// At most this many differences are named for one region.
 const MAX_NOTES: usize = 6;
+/// Longest pair of lines (bytes) compared character by character.
+const MAX_COMPARED: usize = 4096;
 
 /// The name of a character that looks like another or like nothing.
 pub(crate) fn char_name(ch: char) -> String {
@@ -95,7 +97,7 @@ pub(crate) fn differences(old: &[&str], file: &[&str], odd_endings: usize) -> Ve
     let old_text = old.join("\n");
     let file_text = file.join("\n");
     let literal_old = old_text.matches("\\n").count();
-    let literal_file = file_text.matches("\\n").count();
+    let literal_file = file_text.matches("\\n").take(literal_old + 1).count();
     if literal_old > literal_file && file.len() > old.len() {
         notes.push(
             "old_string has a literal backslash-n (the two characters \\ and n) where the file has a line break; write a real line break".to_string(),
@@ -114,7 +116,9 @@ pub(crate) fn differences(old: &[&str], file: &[&str], odd_endings: usize) -> Ve
             file.len()
         ));
         let mut found = Vec::new();
-        pair_notes(&old_text.replace('\n', " "), &file_text.replace('\n', " "), false, &mut found);
+        if old_text.len() + file_text.len() <= MAX_COMPARED {
+            pair_notes(&old_text.replace('\n', " "), &file_text.replace('\n', " "), false, &mut found);
+        }
         for note in found {
             if notes.len() < MAX_NOTES && !notes.contains(&note) {
                 notes.push(note);
@@ -228,7 +232,9 @@ fn pair_notes(o: &str, f: &str, lines: bool, notes: &mut Vec<String>) {
         ));
     }
     let (o_rest, f_rest) = (&o_body[o_indent.len()..], &f_body[f_indent.len()..]);
-    if o_rest == f_rest {
+    // Character by character only for lines of a readable length: the cost
+    // of the comparison grows with length times difference.
+    if o_rest == f_rest || o_rest.len() + f_rest.len() > MAX_COMPARED {
         return;
     }
     let diff = TextDiff::from_chars(o_rest, f_rest);
