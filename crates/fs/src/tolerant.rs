@@ -133,6 +133,9 @@ pub struct Candidate {
     /// What differs that cannot be seen, in words (empty when nothing
     /// invisible differs).
     pub differences: Vec<String>,
+    /// Which of old_string's lines (1-based) differ visibly from the
+    /// region's, when both have as many lines.
+    pub differing_lines: Vec<usize>,
 }
 
 /// Where old_string is in the file, if it can be said for certain.
@@ -391,6 +394,17 @@ impl File<'_> {
             similarity: near.similarity,
             matched,
             differences,
+            differing_lines: if file_lines.len() == query.old_keys.len() {
+                file_lines
+                    .iter()
+                    .zip(query.old_keys)
+                    .enumerate()
+                    .filter(|(_, (line, key))| line.len() + key.len() <= 64 * 1024 && loose(line) != **key)
+                    .map(|(i, _)| i + 1)
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 

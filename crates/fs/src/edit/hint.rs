@@ -106,43 +106,38 @@ fn ordinal(n: usize) -> String {
 pub(crate) fn how_it_differs(old: &str, region: &str, candidate: &Candidate) -> String {
     let old = old.strip_suffix('\n').unwrap_or(old);
     let old = old.strip_suffix('\r').unwrap_or(old);
-    if !candidate.differences.is_empty() {
-        return candidate.differences.join("; ");
+    let old_height = old.split('\n').count();
+    let mut parts: Vec<String> = Vec::new();
+    let differing = &candidate.differing_lines;
+    if candidate.matched {
+        // Nothing visible differs.
+    } else if old.len() == region.len() && old.to_lowercase() == region.to_lowercase() {
+        parts.push("it differs only in letter case".to_string());
+    } else if !differing.is_empty() {
+        parts.push(match differing.as_slice() {
+            _ if old_height == 1 => "the line differs".to_string(),
+            [one] => format!("old_string's {} line differs", ordinal(*one)),
+            all if all.len() == old_height => {
+                format!("all {} of old_string's lines differ", all.len())
+            }
+            some => format!(
+                "{} of old_string's {} lines differ (its {})",
+                some.len(),
+                old_height,
+                some.iter().map(|&n| ordinal(n)).collect::<Vec<_>>().join(", ")
+            ),
+        });
     }
-    if old.len() == region.len() && old.to_lowercase() == region.to_lowercase() {
-        return "it differs only in letter case".to_string();
+    parts.extend(candidate.differences.iter().cloned());
+    if parts.is_empty() {
+        let region_height = region.split('\n').count();
+        parts.push(if region_height == old_height {
+            "it differs in whitespace only".to_string()
+        } else {
+            format!("old_string has {old_height} lines where the region has {region_height}")
+        });
     }
-    let old_lines: Vec<&str> = old.split('\n').map(|l| l.trim_end_matches('\r')).collect();
-    let file_lines: Vec<&str> = region.split('\n').map(|l| l.trim_end_matches('\r')).collect();
-    if old_lines.len() != file_lines.len() {
-        return format!(
-            "old_string has {} line{} where the region has {}",
-            old_lines.len(),
-            if old_lines.len() == 1 { "" } else { "s" },
-            file_lines.len()
-        );
-    }
-    let differing: Vec<usize> = old_lines
-        .iter()
-        .zip(&file_lines)
-        .enumerate()
-        .filter(|(_, (o, f))| o != f)
-        .map(|(i, _)| i + 1)
-        .collect();
-    match differing.as_slice() {
-        [] => "it differs in its line breaks".to_string(),
-        _ if old_lines.len() == 1 => "the line differs".to_string(),
-        [one] => format!("old_string's {} line differs", ordinal(*one)),
-        all if all.len() == old_lines.len() => {
-            format!("all {} of old_string's lines differ", all.len())
-        }
-        some => format!(
-            "{} of old_string's {} lines differ (its {})",
-            some.len(),
-            old_lines.len(),
-            some.iter().map(|&n| ordinal(n)).collect::<Vec<_>>().join(", ")
-        ),
-    }
+    parts.join("; ")
 }
 
 /// old_string without `read_file` prefixes (`     12\t` or `    12→`), when

@@ -465,6 +465,7 @@ fn no_match(
             similarity: 1.0,
             matched: true,
             differences: found.tolerated,
+            differing_lines: Vec::new(),
         }],
     });
     let mut message = headline;
