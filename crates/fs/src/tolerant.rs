@@ -344,7 +344,9 @@ struct Query<'q> {
 
 impl File<'_> {
     fn lines(&self, first: usize, last: usize) -> Vec<&str> {
-        (first..=last).map(|i| self.table.line(self.text, i)).collect()
+        (first..=last)
+            .map(|i| self.table.line(self.text, i))
+            .collect()
     }
 
     /// How many of lines `first..=last` end with another line ending than
@@ -371,7 +373,10 @@ impl File<'_> {
         let mut differences: Vec<String> = Vec::new();
         if matched
             && file_lines.len() == query.old_lines.len()
-            && let Some(note) = IndentMap::fit(query.old_lines, &file_lines, query.new_lines, || self.unit())
+            && let Some(note) =
+                IndentMap::fit(query.old_lines, &file_lines, query.new_lines, || {
+                    self.unit()
+                })
                 .and_then(|map| map.describe())
         {
             differences.push(note);
@@ -399,7 +404,9 @@ impl File<'_> {
                     .iter()
                     .zip(query.old_keys)
                     .enumerate()
-                    .filter(|(_, (line, key))| line.len() + key.len() <= 64 * 1024 && loose(line) != **key)
+                    .filter(|(_, (line, key))| {
+                        line.len() + key.len() <= 64 * 1024 && loose(line) != **key
+                    })
                     .map(|(i, _)| i + 1)
                     .collect()
             } else {
@@ -496,7 +503,13 @@ enum Edge {
 
 /// Whether old_string's first (`first_line`) or last line matches file line
 /// `index`, wholly or in part.
-fn edge(file: &File<'_>, query: &Query<'_>, index: usize, old_index: usize, first_line: bool) -> Option<Edge> {
+fn edge(
+    file: &File<'_>,
+    query: &Query<'_>,
+    index: usize,
+    old_index: usize,
+    first_line: bool,
+) -> Option<Edge> {
     let key = &query.old_keys[old_index];
     if file.hashes[index] == query.old_hashes[old_index] {
         let line = file.table.line(file.text, index);
@@ -651,7 +664,9 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
     };
     let end = match tail {
         Edge::Part(at) => at,
-        Edge::Whole if query.old_break && !query.new_break && last_span.end > last_span.content_end => {
+        Edge::Whole
+            if query.old_break && !query.new_break && last_span.end > last_span.content_end =>
+        {
             last_span.end
         }
         Edge::Whole => last_span.content_end,
@@ -727,8 +742,8 @@ fn span_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
             from = start + 1;
             let whole_start = start == 0 || spans[start] != spans[start - 1];
             let whole_end = end == loose_text.len() || spans[end] != spans[end - 1];
-            let before_ok = !first_word
-                || !loose_text[..start].chars().next_back().is_some_and(is_word);
+            let before_ok =
+                !first_word || !loose_text[..start].chars().next_back().is_some_and(is_word);
             let after_ok = !last_word || !loose_text[end..].chars().next().is_some_and(is_word);
             if !(whole_start && whole_end && before_ok && after_ok) {
                 continue;
@@ -745,16 +760,16 @@ fn span_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
                 } else {
                     reading.end as usize
                 };
-            let mut tolerated = explain::differences(
-                &[query.old.trim()],
-                &[&file.text[byte_start..byte_end]],
-                0,
-            );
+            let mut tolerated =
+                explain::differences(&[query.old.trim()], &[&file.text[byte_start..byte_end]], 0);
             if tolerated.is_empty() {
                 tolerated.push("whitespace differs".to_string());
             }
             // Around the span only: the line may be very long.
-            let lead = floor_boundary(file.text, byte_start.saturating_sub(CONTEXT).max(span.start));
+            let lead = floor_boundary(
+                file.text,
+                byte_start.saturating_sub(CONTEXT).max(span.start),
+            );
             let tail = ceil_boundary(file.text, (byte_end + CONTEXT).min(span.content_end));
             let before = file.text[lead..tail].to_string();
             let after = format!(

@@ -541,7 +541,10 @@ fn tabs_versus_spaces() {
         )
         .unwrap();
     assert!(msg.contains("matched tolerantly"), "{msg}");
-    assert!(msg.contains("indents with spaces where the file uses tabs"), "{msg}");
+    assert!(
+        msg.contains("indents with spaces where the file uses tabs"),
+        "{msg}"
+    );
     assert_eq!(
         fx.get("tabs.go"),
         b"func f() {\n\tif ok {\n\t\trun()\n\t\tlog()\n\t}\n}\n"
@@ -563,7 +566,10 @@ fn tabs_versus_spaces() {
     let msg = fx
         .edit("mixed.c", "int a;\nint b;", "int a;\nint c;")
         .unwrap();
-    assert!(msg.contains("its base indentation is 0 columns where the file's block has 4"), "{msg}");
+    assert!(
+        msg.contains("its base indentation is 0 columns where the file's block has 4"),
+        "{msg}"
+    );
     assert_eq!(fx.get("mixed.c"), b"\tint a;\n\tint c;\n");
 }
 
@@ -698,10 +704,15 @@ fn collapsed_whitespace_no_longer_glues_lines() {
     fx.put("a.py", "a = 1\n    b  = 2\n");
     let msg = fx.edit("a.py", "    b = 2", "    b = 3").unwrap();
     assert_eq!(fx.get("a.py"), b"a = 1\n    b = 3\n");
-    assert!(msg.starts_with("edited a.py: 1 replacement at line 2, matched tolerantly"), "{msg}");
+    assert!(
+        msg.starts_with("edited a.py: 1 replacement at line 2, matched tolerantly"),
+        "{msg}"
+    );
     // The same through the typographic reading.
     fx.put("b.py", "a = 1\n    msg  = \u{201C}hi\u{201D}\n");
-    let msg = fx.edit("b.py", "    msg = \"hi\"", "    msg = \"bye\"").unwrap();
+    let msg = fx
+        .edit("b.py", "    msg = \"hi\"", "    msg = \"bye\"")
+        .unwrap();
     assert_eq!(fx.get("b.py"), b"a = 1\n    msg = \"bye\"\n");
     assert!(msg.contains("U+201C left double quotation mark"), "{msg}");
     insta::assert_snapshot!("tolerant_typographic_success", msg);
@@ -747,8 +758,17 @@ fn a_trailing_space_and_another_depth_are_two_matches() {
         .edit("m.py", "    x = 1\n    return x", "    x = 2\n    return x")
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
-    assert!(err.message().contains("- lines 2-3: trailing whitespace differs"), "{}", err.message());
-    assert!(err.message().contains("- lines 6-7: its base indentation"), "{}", err.message());
+    assert!(
+        err.message()
+            .contains("- lines 2-3: trailing whitespace differs"),
+        "{}",
+        err.message()
+    );
+    assert!(
+        err.message().contains("- lines 6-7: its base indentation"),
+        "{}",
+        err.message()
+    );
     assert_eq!(fx.get("m.py"), content.as_bytes());
 }
 
@@ -756,15 +776,26 @@ fn a_trailing_space_and_another_depth_are_two_matches() {
 fn no_tolerant_match_inside_a_name() {
     let fx = Fixture::new();
     fx.put("settings.py", "template_debug = False\n");
-    let err = fx.edit("settings.py", "    debug = False\n", "    debug = True\n").unwrap_err();
+    let err = fx
+        .edit("settings.py", "    debug = False\n", "    debug = True\n")
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NoMatch);
     // Exact too, when old_string is more than one token.
-    let err = fx.edit("settings.py", "debug = False", "debug = True").unwrap_err();
+    let err = fx
+        .edit("settings.py", "debug = False", "debug = True")
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NoMatch);
-    assert!(err.message().contains("only inside longer names or numbers (first at line 1)"), "{}", err.message());
+    assert!(
+        err.message()
+            .contains("only inside longer names or numbers (first at line 1)"),
+        "{}",
+        err.message()
+    );
     assert_eq!(fx.get("settings.py"), b"template_debug = False\n");
     fx.put("calc.py", "x = subtotal(a)\n");
-    let err = fx.edit("calc.py", "\ntotal(a)\n", "\ntotal(b)\n").unwrap_err();
+    let err = fx
+        .edit("calc.py", "\ntotal(a)\n", "\ntotal(b)\n")
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NoMatch);
     assert_eq!(fx.get("calc.py"), b"x = subtotal(a)\n");
     // A single token still edits part of a name.
@@ -776,7 +807,10 @@ fn no_tolerant_match_inside_a_name() {
 #[test]
 fn reindents_by_unit_and_depth() {
     let fx = Fixture::new();
-    fx.put("a.py", "class A:\n    def f(self):\n        if x:\n            go()\n        return 1\n");
+    fx.put(
+        "a.py",
+        "class A:\n    def f(self):\n        if x:\n            go()\n        return 1\n",
+    );
     fx.edit(
         "a.py",
         "  def f(self):\n    if x:\n      go()",
@@ -793,31 +827,59 @@ fn reindents_by_unit_and_depth() {
 fn hints_name_what_cannot_be_seen() {
     let fx = Fixture::new();
     // NFD in the file, NFC in old_string; a no-break space; a literal \n.
-    fx.put("t.txt", "name = \"Rene\u{301}\"\nprice = 10\u{a0}EUR\nsay(\"a\nb\")\n");
-    let err = fx.edit("t.txt", "name = \"Ren\u{e9}\"\nprice = 10 EUR\nsay(\"a\\nb\")", "x").unwrap_err();
+    fx.put(
+        "t.txt",
+        "name = \"Rene\u{301}\"\nprice = 10\u{a0}EUR\nsay(\"a\nb\")\n",
+    );
+    let err = fx
+        .edit(
+            "t.txt",
+            "name = \"Ren\u{e9}\"\nprice = 10 EUR\nsay(\"a\\nb\")",
+            "x",
+        )
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::NoMatch);
     insta::assert_snapshot!("no_match_invisible_differences", err.message());
-    let err = fx.edit("t.txt", "name = \"Ren\u{e9}\"\nprice = 9 EUR", "x").unwrap_err();
+    let err = fx
+        .edit("t.txt", "name = \"Ren\u{e9}\"\nprice = 9 EUR", "x")
+        .unwrap_err();
     let message = err.message();
     assert!(message.contains("Unicode normalization"), "{message}");
     assert!(message.contains("U+0065 U+0301"), "{message}");
     assert!(message.contains("U+00A0 no-break space"), "{message}");
     let err = fx.edit("t.txt", "say(\"a\\nb\")", "x").unwrap_err();
-    assert!(err.message().contains("literal backslash-n"), "{}", err.message());
+    assert!(
+        err.message().contains("literal backslash-n"),
+        "{}",
+        err.message()
+    );
 }
 
 #[test]
 fn hints_name_every_close_region_and_whole_reformatted_calls() {
     let fx = Fixture::new();
-    fx.put("a.rs", "fn a() {\n    go(1, 2);\n}\nfn b() {\n    go(1, 2);\n}\n");
+    fx.put(
+        "a.rs",
+        "fn a() {\n    go(1, 2);\n}\nfn b() {\n    go(1, 2);\n}\n",
+    );
     let err = fx.edit("a.rs", "    go(1, 3);", "x").unwrap_err();
-    assert!(err.message().contains("- line 2, 88% similar"), "{}", err.message());
-    assert!(err.message().contains("- line 5, 88% similar"), "{}", err.message());
+    assert!(
+        err.message().contains("- line 2, 88% similar"),
+        "{}",
+        err.message()
+    );
+    assert!(
+        err.message().contains("- line 5, 88% similar"),
+        "{}",
+        err.message()
+    );
     fx.put(
         "c.py",
         "x = 1\nresult = compute(\n    alpha,\n    beta,\n    gamma,\n)\ny = 2\n",
     );
-    let err = fx.edit("c.py", "result = compute(alpha, beta, delta)", "x").unwrap_err();
+    let err = fx
+        .edit("c.py", "result = compute(alpha, beta, delta)", "x")
+        .unwrap_err();
     assert!(err.message().contains("- lines 2-6, "), "{}", err.message());
 }
 
@@ -840,11 +902,18 @@ fn replace_all_is_held_to_the_file_limit_before_it_builds_the_result() {
         .tools
         .multi_edit(&MultiEditArgs::new(
             "a.txt",
-            vec![EditSpec::new("aa", "b").all(), EditSpec::new("b", "cccccc").all()],
+            vec![
+                EditSpec::new("aa", "b").all(),
+                EditSpec::new("b", "cccccc").all(),
+            ],
         ))
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::TooLarge);
-    assert!(err.message().starts_with("edit 2 of 2: "), "{}", err.message());
+    assert!(
+        err.message().starts_with("edit 2 of 2: "),
+        "{}",
+        err.message()
+    );
     assert_eq!(fx.get("a.txt"), content.as_bytes());
 }
 
@@ -860,12 +929,17 @@ fn large_tolerant_searches_finish() {
         old.push('b');
         let err = worker.edit("big.txt", &old, "c").unwrap_err();
         assert_eq!(err.code(), ErrorCode::NoMatch);
-        let err = worker.edit("big.txt", &"  a\n".repeat(5_000), "c").unwrap_err();
+        let err = worker
+            .edit("big.txt", &"  a\n".repeat(5_000), "c")
+            .unwrap_err();
         assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
     });
     let deadline = SystemTime::now() + Duration::from_secs(20);
     while !handle.is_finished() {
-        assert!(SystemTime::now() < deadline, "tolerant search took over 20 s");
+        assert!(
+            SystemTime::now() < deadline,
+            "tolerant search took over 20 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     handle.join().unwrap();
@@ -1031,7 +1105,10 @@ fn multi_edit_speaks_of_the_file_as_read() {
             ],
         ))
         .unwrap();
-    assert!(msg.contains("edit 2 of 2: 1 replacement at line 4, matched tolerantly"), "{msg}");
+    assert!(
+        msg.contains("edit 2 of 2: 1 replacement at line 4, matched tolerantly"),
+        "{msg}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -324,7 +324,13 @@ impl History {
 
 /// For an edit that found nothing (or too much) after earlier edits of the
 /// call: where old_string was in the file as read, and which edits changed it.
-fn earlier_edits_note(original: &str, old: &str, new: &str, ending: LineEnding, history: &History) -> Option<String> {
+fn earlier_edits_note(
+    original: &str,
+    old: &str,
+    new: &str,
+    ending: LineEnding,
+    history: &History,
+) -> Option<String> {
     let old = ending.apply(old);
     let new = ending.apply(new);
     let (lines, how) = match memmem::find(original.as_bytes(), old.as_bytes()) {
@@ -350,7 +356,10 @@ fn earlier_edits_note(original: &str, old: &str, new: &str, ending: LineEnding, 
         [one] => format!("edit {} of this call changed it", one + 1),
         many => format!(
             "edits {} of this call changed it",
-            many.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     };
     Some(format!(
@@ -388,11 +397,17 @@ pub(crate) fn apply_all(
     let mut history = History::default();
     let fail = |index: usize, error: ToolError, history: &History| {
         let note = match (&original, error.code()) {
-            (Some(original), agent_tools_error::ErrorCode::NoMatch | agent_tools_error::ErrorCode::AmbiguousMatch)
-                if index > 0 =>
-            {
-                earlier_edits_note(original, edits[index].old, edits[index].new, ending, history)
-            }
+            (
+                Some(original),
+                agent_tools_error::ErrorCode::NoMatch
+                | agent_tools_error::ErrorCode::AmbiguousMatch,
+            ) if index > 0 => earlier_edits_note(
+                original,
+                edits[index].old,
+                edits[index].new,
+                ending,
+                history,
+            ),
             _ => None,
         };
         let error = match note {
@@ -426,8 +441,12 @@ pub(crate) fn apply_all(
         if let Some(from) = unique {
             let to = from + olds[index].len();
             let new = news[index].as_bytes();
-            check_size(size_after(gap.len(), 1, to - from, new.len()), &context, "the replacement")
-                .map_err(|err| fail(index, err, &history))?;
+            check_size(
+                size_after(gap.len(), 1, to - from, new.len()),
+                &context,
+                "the replacement",
+            )
+            .map_err(|err| fail(index, err, &history))?;
             let line = cursor.line_of(&gap, from);
             let change = Change {
                 at: line,
@@ -447,7 +466,9 @@ pub(crate) fn apply_all(
             continue;
         }
         // The plain path, on the gathered text.
-        let current = gap.into_string().map_err(|err| fail(index, err, &history))?;
+        let current = gap
+            .into_string()
+            .map_err(|err| fail(index, err, &history))?;
         let applied = matching::apply(&current, edit, &context);
         let (edited, outcome) = applied.map_err(|err| fail(index, err, &history))?;
         drop(current);
@@ -497,9 +518,15 @@ mod tests {
                 replace_all,
             })
             .collect();
-        apply_all(text.to_string(), &edits, LineEnding::detect(text), "f", u64::MAX)
-            .map(|(gap, outcomes)| (text_of(&gap), outcomes))
-            .map_err(|failure| (failure.index, failure.error))
+        apply_all(
+            text.to_string(),
+            &edits,
+            LineEnding::detect(text),
+            "f",
+            u64::MAX,
+        )
+        .map(|(gap, outcomes)| (text_of(&gap), outcomes))
+        .map_err(|failure| (failure.index, failure.error))
     }
 
     /// The same edits one at a time through the plain engine.
@@ -524,7 +551,8 @@ mod tests {
                 max_bytes: u64::MAX,
                 origin: &origin,
             };
-            let (next, outcome) = matching::apply(&current, &edit, &context).map_err(|e| (index, e))?;
+            let (next, outcome) =
+                matching::apply(&current, &edit, &context).map_err(|e| (index, e))?;
             history.record(&outcome.changes);
             current = next;
             outcomes.push(outcome);
@@ -571,14 +599,19 @@ mod tests {
         let text = "a\nb\nc\nd\ne\n";
         let (_, outcomes) = run(
             text,
-            &[("a\n", "1\n2\n3\n", false), ("  d", "D", false), ("e", "E", true)],
+            &[
+                ("a\n", "1\n2\n3\n", false),
+                ("  d", "D", false),
+                ("e", "E", true),
+            ],
         )
         .unwrap();
         assert_eq!(outcomes[1].lines, vec![4]);
         assert_eq!(outcomes[2].lines, vec![5]);
         // A later edit whose text an earlier one changed is told so, with
         // the lines of the file as read.
-        let (index, err) = run(text, &[("a\nb\nc", "x", false), ("b\nc\nd", "y", false)]).unwrap_err();
+        let (index, err) =
+            run(text, &[("a\nb\nc", "x", false), ("b\nc\nd", "y", false)]).unwrap_err();
         assert_eq!(index, 1);
         assert!(
             err.message().contains("old_string matches lines 2-4 of the file as you read it, but edit 1 of this call changed it"),
@@ -589,8 +622,21 @@ mod tests {
 
     #[test]
     fn every_step_is_held_to_the_size_limit() {
-        let edits = [Edit { old: "a", new: "bbbb", replace_all: false }, Edit { old: "c", new: "dddd", replace_all: false }];
-        let failure = apply_all("a c".to_string(), &edits, LineEnding::Lf, "f", 8).err().unwrap();
+        let edits = [
+            Edit {
+                old: "a",
+                new: "bbbb",
+                replace_all: false,
+            },
+            Edit {
+                old: "c",
+                new: "dddd",
+                replace_all: false,
+            },
+        ];
+        let failure = apply_all("a c".to_string(), &edits, LineEnding::Lf, "f", 8)
+            .err()
+            .unwrap();
         assert_eq!(failure.index, 1);
         assert_eq!(failure.error.code(), agent_tools_error::ErrorCode::TooLarge);
         assert!(apply_all("a c".to_string(), &edits, LineEnding::Lf, "f", 9).is_ok());

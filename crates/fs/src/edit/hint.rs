@@ -25,7 +25,8 @@ pub(crate) fn no_match_notes(
         let mut found = memchr::memmem::find_iter(text.as_bytes(), stripped.as_bytes());
         if let (Some(at), None) = (found.next(), found.next()) {
             let first = line_numbers(text, [at]).first().copied().unwrap_or(1);
-            let height = crate::tolerant::count_newlines(stripped.trim_end_matches('\n').as_bytes());
+            let height =
+                crate::tolerant::count_newlines(stripped.trim_end_matches('\n').as_bytes());
             let lines = Lines {
                 first,
                 last: first + height,
@@ -124,7 +125,10 @@ pub(crate) fn how_it_differs(old: &str, region: &str, candidate: &Candidate) -> 
                 "{} of old_string's {} lines differ (its {})",
                 some.len(),
                 old_height,
-                some.iter().map(|&n| ordinal(n)).collect::<Vec<_>>().join(", ")
+                some.iter()
+                    .map(|&n| ordinal(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         });
     }

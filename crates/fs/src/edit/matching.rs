@@ -133,10 +133,7 @@ fn push_shown(out: &mut String, mark: char, text: &str) {
         }
     }
     if lines.len() > SHOWN_LINES {
-        out.push_str(&format!(
-            "\n{mark} [{} more]",
-            lines.len() - SHOWN_LINES
-        ));
+        out.push_str(&format!("\n{mark} [{} more]", lines.len() - SHOWN_LINES));
     }
 }
 
@@ -242,7 +239,10 @@ pub(crate) fn apply(
             let starts: Vec<usize> = finder.find_iter(text.as_bytes()).filter(whole).collect();
             let out = splice_all(text, starts.iter().map(|&s| (s, s + old.len())), new);
             let all_lines = line_numbers(text, starts.iter().copied());
-            let (removed, added) = (count_newlines(old.as_bytes()), count_newlines(new.as_bytes()));
+            let (removed, added) = (
+                count_newlines(old.as_bytes()),
+                count_newlines(new.as_bytes()),
+            );
             let mut shift = 0isize;
             let changes = all_lines
                 .iter()
@@ -378,7 +378,13 @@ pub(crate) fn apply(
                     let line = line_numbers(text, [at])[0];
                     let note = format!(
                         "\nold_string occurs only inside longer names or numbers (first at {}), where a replacement would rewrite part of a name; include the whole name if that is what you mean",
-                        name_lines(Lines { first: line, last: line }, context.origin)
+                        name_lines(
+                            Lines {
+                                first: line,
+                                last: line
+                            },
+                            context.origin
+                        )
                     );
                     ToolError::new(err.code(), format!("{}{note}", err.message()))
                 }
@@ -399,7 +405,11 @@ fn describe_candidate(
         out.push_str(&format!(", {:.0}% similar", candidate.similarity * 100.0));
     }
     out.push_str(": ");
-    out.push_str(&hint::how_it_differs(old, &text[candidate.range.clone()], candidate));
+    out.push_str(&hint::how_it_differs(
+        old,
+        &text[candidate.range.clone()],
+        candidate,
+    ));
     out
 }
 
@@ -433,10 +443,7 @@ fn ambiguous(
             near.len(),
             if near.len() == 1 { " comes" } else { "s come" },
             describe(&matches[0]),
-            near.iter()
-                .map(describe)
-                .collect::<Vec<_>>()
-                .join("\n- ")
+            near.iter().map(describe).collect::<Vec<_>>().join("\n- ")
         )
     };
     message.truncate(message.trim_end().len());

@@ -117,7 +117,12 @@ pub(crate) fn differences(old: &[&str], file: &[&str], odd_endings: usize) -> Ve
         ));
         let mut found = Vec::new();
         if old_text.len() + file_text.len() <= MAX_COMPARED {
-            pair_notes(&old_text.replace('\n', " "), &file_text.replace('\n', " "), false, &mut found);
+            pair_notes(
+                &old_text.replace('\n', " "),
+                &file_text.replace('\n', " "),
+                false,
+                &mut found,
+            );
         }
         for note in found {
             if notes.len() < MAX_NOTES && !notes.contains(&note) {
@@ -342,11 +347,16 @@ mod tests {
         assert!(notes[0].contains("literal backslash-n"), "{notes:?}");
         let notes = differences(&["    a"], &["\ta"], 1);
         assert!(notes.iter().any(|n| n.contains("CRLF")), "{notes:?}");
-        assert!(notes.iter().any(|n| n.contains("with spaces where")), "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("with spaces where")),
+            "{notes:?}"
+        );
         let notes = differences(&["  a", "  b", "c"], &["\ta", "\tb", "c"], 0);
         assert_eq!(
             notes,
-            vec!["old_string is indented with spaces where the file uses tabs (old_string's 1st, 2nd lines)"]
+            vec![
+                "old_string is indented with spaces where the file uses tabs (old_string's 1st, 2nd lines)"
+            ]
         );
     }
 }

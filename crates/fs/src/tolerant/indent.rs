@@ -136,7 +136,9 @@ impl IndentMap {
                 } else {
                     None
                 };
-                if file_base == 0 && let Some((_, file_tabs)) = file {
+                if file_base == 0
+                    && let Some((_, file_tabs)) = file
+                {
                     tabs = file_tabs;
                 }
                 match (caller, file) {
@@ -153,11 +155,9 @@ impl IndentMap {
         // each depth seen is mapped on its own.
         let uneven = relative.iter().any(|&(o, f)| f * den != o * num);
         if uneven {
-            let keeps_order = relative.iter().all(|&(o1, f1)| {
-                relative
-                    .iter()
-                    .all(|&(o2, f2)| o1.cmp(&o2) == f1.cmp(&f2))
-            });
+            let keeps_order = relative
+                .iter()
+                .all(|&(o1, f1)| relative.iter().all(|&(o2, f2)| o1.cmp(&o2) == f1.cmp(&f2)));
             if !keeps_order {
                 return None;
             }
@@ -239,14 +239,21 @@ impl IndentMap {
         let kind = |tabs: bool| if tabs { "tabs" } else { "spaces" };
         let caller_tabs = self.pairs.iter().any(|(o, _)| o.contains('\t'));
         let mut parts = Vec::new();
-        if caller_tabs != self.tabs && self.pairs.iter().any(|(o, f)| !o.is_empty() && !f.is_empty()) {
+        if caller_tabs != self.tabs
+            && self
+                .pairs
+                .iter()
+                .any(|(o, f)| !o.is_empty() && !f.is_empty())
+        {
             parts.push(format!(
                 "old_string indents with {} where the file uses {}",
                 kind(caller_tabs),
                 kind(self.tabs)
             ));
         } else if self.uneven {
-            parts.push("old_string's depths differ from the file's (mapped depth by depth)".to_string());
+            parts.push(
+                "old_string's depths differ from the file's (mapped depth by depth)".to_string(),
+            );
         } else if self.num != self.den {
             parts.push(format!(
                 "old_string's indentation steps are {}/{} of the file's",
@@ -285,8 +292,12 @@ mod tests {
 
     #[test]
     fn spaces_onto_tabs_and_back() {
-        let map = fit(&["    if a {", "        b();", "    }"], &["\tif a {", "\t\tb();", "\t}"], &[])
-            .unwrap();
+        let map = fit(
+            &["    if a {", "        b();", "    }"],
+            &["\tif a {", "\t\tb();", "\t}"],
+            &[],
+        )
+        .unwrap();
         assert_eq!(map.apply("        c();"), "\t\tc();");
         assert_eq!(map.apply("            d();"), "\t\t\td();");
         let map = fit(&["\tx", "\t\ty"], &["  x", "    y"], &[]).unwrap();
@@ -304,7 +315,12 @@ mod tests {
 
     #[test]
     fn uneven_depths_map_one_by_one_and_flat_lines_are_recognised() {
-        let map = fit(&["- a:", "  b:", "      c"], &["  - a:", "    b:", "      c"], &[]).unwrap();
+        let map = fit(
+            &["- a:", "  b:", "      c"],
+            &["  - a:", "    b:", "      c"],
+            &[],
+        )
+        .unwrap();
         assert_eq!(map.apply("      d"), "      d");
         assert_eq!(map.apply("  e:"), "    e:");
         assert!(fit(&["a", "  b", "    c"], &["a", "    b", "  c"], &[]).is_none());

@@ -199,7 +199,8 @@ pub(crate) fn search(
         let mut best_key = f32::MIN;
         let mut consider = |first: usize, last: usize, best: &mut Near, budget: &mut usize| {
             if let Some(s) = score(first, last, budget) {
-                let balanced = (first..=last).map(|i| inputs.balance[i]).sum::<i64>() == inputs.old_balance;
+                let balanced =
+                    (first..=last).map(|i| inputs.balance[i]).sum::<i64>() == inputs.old_balance;
                 let key = s + if balanced { BALANCE_BONUS } else { 0.0 };
                 if key > best_key {
                     best_key = key;
@@ -216,7 +217,12 @@ pub(crate) fn search(
         let first_tried = (start + height - 1).min(total - 1);
         consider(start, first_tried, &mut best, &mut budget);
         for first in start.saturating_sub(2)..=(start + 2).min(total - 1) {
-            consider(first, (first + height - 1).min(total - 1), &mut best, &mut budget);
+            consider(
+                first,
+                (first + height - 1).min(total - 1),
+                &mut best,
+                &mut budget,
+            );
         }
         let first = best.first;
         let shortest = (first + height - 1).saturating_sub(3).max(first);

@@ -150,7 +150,10 @@ mod tests {
     #[test]
     fn loose_reading() {
         assert_eq!(loose("  a  =\t1  "), "a = 1");
-        assert_eq!(loose("\u{201C}it\u{2019}s\u{201D} \u{2014} ok\u{2026}"), "\"it's\" - ok...");
+        assert_eq!(
+            loose("\u{201C}it\u{2019}s\u{201D} \u{2014} ok\u{2026}"),
+            "\"it's\" - ok..."
+        );
         assert_eq!(loose("caf\u{65}\u{301}"), "caf\u{e9}");
         assert_eq!(loose("a\u{a0}b\u{200b}c"), "a bc");
         assert_eq!(loose("   "), "");

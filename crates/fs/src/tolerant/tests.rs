@@ -25,7 +25,11 @@ fn typographic_level_keeps_line_breaks() {
     let found = unique(text, "    msg = \"hi\"", "    msg = \"bye\"");
     assert_eq!(found.lines.to_string(), "line 2");
     assert_eq!(found.apply(text), "x = 0\n    msg = \"bye\"\ny = 1\n");
-    assert!(found.tolerated.iter().any(|t| t.contains("U+201C")), "{:?}", found.tolerated);
+    assert!(
+        found.tolerated.iter().any(|t| t.contains("U+201C")),
+        "{:?}",
+        found.tolerated
+    );
 }
 
 #[test]
@@ -96,7 +100,12 @@ class B:
         return y
 ";
     let old = "    x = compute(1)\n    y = x + 1\n    return y";
-    match locate(text, old, "    x = compute(1)\n    y = x + 5\n    return y", "\n") {
+    match locate(
+        text,
+        old,
+        "    x = compute(1)\n    y = x + 5\n    return y",
+        "\n",
+    ) {
         Verdict::Ambiguous { matches, near, .. } => {
             assert_eq!(matches[0].lines.to_string(), "lines 7-9");
             assert_eq!(near[0].lines.to_string(), "lines 2-4");
@@ -164,7 +173,10 @@ fn many_equal_lines_finish_quickly() {
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !handle.is_finished() {
-        assert!(std::time::Instant::now() < deadline, "tolerant matching took over 20 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tolerant matching took over 20 s"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(handle.join().is_ok());
@@ -178,7 +190,10 @@ fn first_and_last_lines_may_match_within_a_line() {
         "    w.Write(x)\n}\n\nfunc (s *S) Serve",
         "    w.Write(y)\n}\n\nfunc (s *S) Serve",
     );
-    assert_eq!(out, "func a() {\n\tw.Write(y)\n}\n\nfunc (s *S) Serve(ctx context.Context) error {\n");
+    assert_eq!(
+        out,
+        "func a() {\n\tw.Write(y)\n}\n\nfunc (s *S) Serve(ctx context.Context) error {\n"
+    );
     // A first line copied from the middle of a line.
     let text = "x := compute(a,\n\t\tb)\n";
     let out = edited(text, "compute(a,\n        b)", "compute(a,\n        c)");
