@@ -205,3 +205,52 @@ fn first_and_last_lines_may_match_within_a_line() {
         Verdict::NotFound { .. }
     ));
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever the input, no panic; a unique match changes only the
+        /// bytes of its lines and keeps every line break outside them.
+        #[test]
+        fn a_match_keeps_everything_outside_its_lines(
+            lines in prop::collection::vec("[ab \t'\u{2019}\u{a0}e\u{301}\u{e9}(){}_]{0,12}", 1..8),
+            from in any::<prop::sample::Index>(),
+            count in 1usize..4,
+            mutation in 0u8..4,
+            new in "[ab \t\n'\u{2019}\u{a0}e\u{301}\u{e9}(){}_]{0,40}",
+        ) {
+            let text = lines.join("\n") + "\n";
+            let first = from.index(lines.len());
+            let picked = &lines[first..(first + count).min(lines.len())];
+            // old_string: some of the file's lines, disturbed as models do.
+            let old: Vec<String> = picked
+                .iter()
+                .map(|line| match mutation {
+                    0 => line.trim_start().to_string(),
+                    1 => format!("  {line}"),
+                    2 => line.replace(' ', "  ").replace('\u{2019}', "'"),
+                    _ => format!("{line} "),
+                })
+                .collect();
+            let old = old.join("\n");
+            if let Verdict::Unique(found) = locate(&text, &old, &new, "\n") {
+                prop_assert!(text.is_char_boundary(found.range.start));
+                prop_assert!(text.is_char_boundary(found.range.end));
+                let out = found.apply(&text);
+                let first_line_start = text[..found.range.start].rfind('\n').map_or(0, |at| at + 1);
+                prop_assert!(out.starts_with(&text[..first_line_start]));
+                let line_end = text[found.range.end..]
+                    .find('\n')
+                    .map_or(text.len(), |at| found.range.end + at);
+                prop_assert!(out.ends_with(&text[line_end..]));
+            }
+            // The other way round too (new_string is arbitrary text).
+            let _ = locate(&text, &new, &old, "\n");
+        }
+    }
+}
