@@ -54,10 +54,6 @@ use normal::{Loose, key_hash, loose};
 /// Chosen on the edit corpus (see the crate's tests).
 pub const NEAR_MISS: f32 = 0.75;
 
-/// How much less close to old_string as written (whitespace and all) than
-/// the match a near miss may be and still count.
-pub const RAW_MARGIN: f32 = 0.0;
-
 /// Similarity from which a region is worth showing in a hint.
 pub const SHOWN: f32 = 0.5;
 
@@ -266,7 +262,7 @@ pub fn locate(text: &str, old: &str, new: &str, ending: &str) -> Verdict {
             .into_iter()
             .filter(|n| {
                 let at_old_depth = base(&file.lines(n.first, n.last)) == base(&old_lines);
-                (other_depth && at_old_depth) || raw(n.first, n.last) + RAW_MARGIN >= matched_raw
+                (other_depth && at_old_depth) || raw(n.first, n.last) >= matched_raw
             })
             .collect();
             if near.is_empty() {

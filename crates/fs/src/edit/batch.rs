@@ -168,10 +168,10 @@ struct Tracker {
 }
 
 impl Tracker {
-    /// The tracker, and which needles occur in `text` at all.
-    fn new(text: &[u8], needles: Vec<String>) -> (Tracker, Vec<bool>) {
-        let (lists, present) = find_all(text, &needles);
-        (Tracker { needles, lists }, present)
+    /// The tracker of `needles` in `text`.
+    fn new(text: &[u8], needles: Vec<String>) -> Tracker {
+        let lists = find_all(text, &needles);
+        Tracker { needles, lists }
     }
 
     /// Occurrences of needle `index`, if tracked.
@@ -228,20 +228,18 @@ impl Tracker {
 }
 
 /// Every (overlapping) occurrence of each needle, or `None` past
-/// [`MAX_TRACKED`]; and, in any case, which needles occur at all.
-fn find_all(text: &[u8], needles: &[String]) -> (Option<Vec<Vec<usize>>>, Vec<bool>) {
-    let mut present = vec![false; needles.len()];
+/// [`MAX_TRACKED`] (or when the searcher cannot be built).
+fn find_all(text: &[u8], needles: &[String]) -> Option<Vec<Vec<usize>>> {
     let Ok(searcher) = AhoCorasick::builder()
         .match_kind(MatchKind::Standard)
         .build(needles)
     else {
-        return (None, present);
+        return None;
     };
     let mut lists = Some(vec![Vec::new(); needles.len()]);
     let mut total = 0;
     for found in searcher.find_overlapping_iter(text) {
         let index = found.pattern().as_usize();
-        present[index] = true;
         if let Some(all) = lists.as_mut() {
             all[index].push(found.start());
             total += 1;
@@ -255,7 +253,7 @@ fn find_all(text: &[u8], needles: &[String]) -> (Option<Vec<Vec<usize>>>, Vec<bo
             list.sort_unstable();
         }
     }
-    (lists, present)
+    lists
 }
 
 /// A failed edit.
@@ -393,7 +391,7 @@ pub(crate) fn apply_all(
 
     // Kept to explain a later edit's failure by the file as read.
     let original = (edits.len() > 1).then(|| text.clone());
-    let (mut tracker, _) = Tracker::new(text.as_bytes(), needles);
+    let mut tracker = Tracker::new(text.as_bytes(), needles);
     let mut history = History::default();
     let fail = |index: usize, error: ToolError, history: &History| {
         let note = match (&original, error.code()) {
@@ -475,7 +473,7 @@ pub(crate) fn apply_all(
         history.record(&outcome.changes);
         outcomes.push(outcome);
         let remaining = std::mem::take(&mut tracker.needles);
-        tracker = Tracker::new(edited.as_bytes(), remaining).0;
+        tracker = Tracker::new(edited.as_bytes(), remaining);
         gap = GapText::new(edited.into_bytes());
         cursor = LineCursor { at: 0, line: 1 };
     }
