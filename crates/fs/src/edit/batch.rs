@@ -96,26 +96,6 @@ impl GapText {
         }
     }
 
-    /// The character ending at byte `at`, if any.
-    fn char_before(&self, at: usize) -> Option<char> {
-        let bytes = self.slice(at.saturating_sub(4), at);
-        (1..=bytes.len()).find_map(|k| {
-            std::str::from_utf8(&bytes[bytes.len() - k..])
-                .ok()
-                .and_then(|s| s.chars().next())
-        })
-    }
-
-    /// The character starting at byte `at`, if any.
-    fn char_after(&self, at: usize) -> Option<char> {
-        let bytes = self.slice(at, (at + 4).min(self.len()));
-        (1..=bytes.len()).find_map(|k| {
-            std::str::from_utf8(&bytes[..k])
-                .ok()
-                .and_then(|s| s.chars().next())
-        })
-    }
-
     fn count_newlines(&self, from: usize, to: usize) -> usize {
         let gap = self.end - self.start;
         let mut count = 0;
@@ -422,13 +402,7 @@ pub(crate) fn apply_all(
         let unique = tracker
             .list(needle)
             .filter(|list| list.len() == 1 && !edit.replace_all)
-            .map(|list| list[0])
-            .filter(|&from| {
-                // A match cutting a name is the plain path's to judge.
-                let before = gap.char_before(from);
-                let after = gap.char_after(from + olds[index].len());
-                !matching::cuts_a_word_between(before, after, &olds[index])
-            });
+            .map(|list| list[0]);
         let origin = |line: usize| history.origin(line);
         let context = Context {
             path,

@@ -225,8 +225,7 @@ pub(crate) fn apply(
     if edit.replace_all {
         for &(old, new) in &tries {
             let finder = memmem::Finder::new(old.as_bytes());
-            let whole = |start: &usize| !cuts_a_word(text, *start, old);
-            let count = finder.find_iter(text.as_bytes()).filter(whole).count();
+            let count = finder.find_iter(text.as_bytes()).count();
             if count == 0 {
                 continue;
             }
@@ -236,7 +235,7 @@ pub(crate) fn apply(
                 context,
                 &format!("replacing all {count} occurrences"),
             )?;
-            let starts: Vec<usize> = finder.find_iter(text.as_bytes()).filter(whole).collect();
+            let starts: Vec<usize> = finder.find_iter(text.as_bytes()).collect();
             let out = splice_all(text, starts.iter().map(|&s| (s, s + old.len())), new);
             let all_lines = line_numbers(text, starts.iter().copied());
             let (removed, added) = (
@@ -274,10 +273,8 @@ pub(crate) fn apply(
         return Err(no_match(text, &old, context, true, None));
     }
 
-    let mut cut = None;
     for &(old, new) in &tries {
         let found = find_overlapping(text, old);
-        cut = cut.or(found.cut);
         match found.count {
             0 => continue,
             1 => {
@@ -371,26 +368,7 @@ pub(crate) fn apply(
             total,
             near,
         } => Err(ambiguous(&matches, total, &near, (text, &old), context)),
-        Verdict::NotFound { close } => {
-            let err = no_match(text, &old, context, false, Some(close));
-            Err(match cut {
-                Some(at) => {
-                    let line = line_numbers(text, [at])[0];
-                    let note = format!(
-                        "\nold_string occurs only inside longer names or numbers (first at {}), where a replacement would rewrite part of a name; include the whole name if that is what you mean",
-                        name_lines(
-                            Lines {
-                                first: line,
-                                last: line
-                            },
-                            context.origin
-                        )
-                    );
-                    ToolError::new(err.code(), format!("{}{note}", err.message()))
-                }
-                None => err,
-            })
-        }
+        Verdict::NotFound { close } => Err(no_match(text, &old, context, false, Some(close))),
     }
 }
 
@@ -488,34 +466,6 @@ struct Found {
     count: usize,
     /// The first [`LISTED`] starts.
     first: Vec<usize>,
-    /// The first occurrence left out because it cuts a word.
-    cut: Option<usize>,
-}
-
-/// True when old_string holds more than one token (a statement, a call)
-/// and the occurrence at `start` begins or ends inside a longer name or
-/// number of the file: `debug = False` inside `template_debug = False`.
-/// Such an occurrence is not a match: editing it would rewrite another
-/// name. An old_string of a single token (`_v2`, `Debug`) still matches
-/// inside names, which is how a part of a name is changed on purpose.
-pub(crate) fn cuts_a_word(text: &str, start: usize, old: &str) -> bool {
-    let end = start + old.len();
-    cuts_a_word_between(
-        text[..start].chars().next_back(),
-        text[end..].chars().next(),
-        old,
-    )
-}
-
-/// [`cuts_a_word`], given the characters around the occurrence.
-pub(crate) fn cuts_a_word_between(before: Option<char>, after: Option<char>, old: &str) -> bool {
-    use crate::tolerant::is_word;
-    if old.chars().all(is_word) {
-        return false;
-    }
-    let starts_word = old.chars().next().is_some_and(is_word);
-    let ends_word = old.chars().next_back().is_some_and(is_word);
-    (starts_word && before.is_some_and(is_word)) || (ends_word && after.is_some_and(is_word))
 }
 
 fn find_overlapping(text: &str, needle: &str) -> Found {
@@ -524,18 +474,13 @@ fn find_overlapping(text: &str, needle: &str) -> Found {
     let mut found = Found {
         count: 0,
         first: Vec::new(),
-        cut: None,
     };
     let mut from = 0;
     while let Some(at) = finder.find(&bytes[from..]) {
         let start = from + at;
-        if cuts_a_word(text, start, needle) {
-            found.cut = found.cut.or(Some(start));
-        } else {
-            found.count += 1;
-            if found.first.len() < LISTED {
-                found.first.push(start);
-            }
+        found.count += 1;
+        if found.first.len() < LISTED {
+            found.first.push(start);
         }
         from = start + 1;
         if from > bytes.len() {
