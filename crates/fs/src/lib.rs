@@ -35,6 +35,7 @@ mod list;
 mod lock;
 mod page;
 mod read;
+pub mod tolerant;
 mod walk;
 mod write;
 

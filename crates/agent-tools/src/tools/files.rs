@@ -35,14 +35,16 @@ parent directory must already exist. Prefer edit_file or multi_edit to change pa
 
 const EDIT_FILE: &str = "Replace text in a file. old_string is matched literally (not a regex, and without \
 the line-number prefix read_file shows) and must occur exactly once, unless replace_all is true. If it is \
-not found exactly, whitespace-tolerant matching is tried (indentation, trailing spaces, collapsed \
-whitespace, typographic quotes); it applies only when it finds exactly one place, and the result says so. \
-new_string is literal. The file keeps its line endings (CRLF stays CRLF) and BOM. When nothing matches, \
-the error names the closest region of the file.";
+not found exactly, tolerant matching is tried line by line (indentation depth and unit, trailing and inner \
+whitespace, typographic quotes and dashes, Unicode normalization); it applies only when exactly one place \
+matches and no other comes close, re-indents new_string to the file's indentation, and the result shows \
+the lines before and after. new_string is literal. The file keeps its line endings (CRLF stays CRLF) and \
+BOM. When nothing matches, the error names every close region (as 'lines N-M') and what differs.";
 
 const MULTI_EDIT: &str = "Apply several edits to one file in one atomic step. Each edit \
 {old_string, new_string, replace_all?} works like edit_file and sees the result of the edits before it. \
-If any edit fails, nothing is written and the error names the edit ('edit 2 of 3: ...').";
+If any edit fails, nothing is written and the error names the edit ('edit 2 of 3: ...'). Line numbers \
+in its messages are those of the file as you read it.";
 
 /// `read_file`, `list_dir`, `glob`, `grep`.
 pub(crate) fn read_tools() -> Vec<ToolDef> {
