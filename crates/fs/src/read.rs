@@ -63,7 +63,7 @@ impl FileTools {
             return Err(too_large(size.to_string()));
         }
         // Bounded even so: the file may have grown since its size was read.
-        let bytes = crate::walk::read_bounded(&mut file, max)
+        let bytes = crate::walk::read_bounded(&mut file, max, size)
             .map_err(|err| self.workspace().io_error(&err, &path))?
             .ok_or_else(|| too_large(format!("at least {}", max.saturating_add(1))))?;
         let text = decode_for_reading(&path, &bytes)?;
