@@ -17,6 +17,7 @@ use std::hash::{DefaultHasher, Hasher};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 /// Bytes read at once when counting.
 const COUNT_BLOCK: usize = 256 * 1024;
@@ -31,6 +32,14 @@ pub(crate) const MAX_CHECKPOINTS: usize = 4096;
 
 /// The most files the cache remembers; the least recently used goes first.
 pub(crate) const MAX_FILES: usize = 32;
+
+/// How long after its last change a file's times are trusted to tell any
+/// further change. Timestamps are taken from a coarse clock (a kernel tick,
+/// up to two seconds on some filesystems): a rewrite of equal size within the
+/// same tick leaves size and times as they were. An entry stored sooner after
+/// the file's change than this is only a base for appends (whose
+/// fingerprints are checked), never reused as it is.
+const RACY_WINDOW: Duration = Duration::from_secs(3);
 
 /// Bytes hashed at the start of a file, and before the end it had when it was
 /// indexed, to trust that a grown file was only appended to.
@@ -191,6 +200,8 @@ struct Entry {
     head: u64,
     edge: u64,
     index: Arc<NewlineIndex>,
+    /// The file had not changed for [`RACY_WINDOW`] when it was indexed.
+    settled: bool,
     last_used: u64,
 }
 
@@ -206,9 +217,19 @@ pub(crate) enum Reuse {
 }
 
 /// The newline indexes of the most recently read large files.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct NewlineCache {
     entries: Mutex<Entries>,
+    racy_window: Duration,
+}
+
+impl Default for NewlineCache {
+    fn default() -> Self {
+        NewlineCache {
+            entries: Mutex::default(),
+            racy_window: RACY_WINDOW,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -229,7 +250,8 @@ impl NewlineCache {
     /// `None` when `cancel` was set first.
     ///
     /// The cached index is reused whole when the device, inode, size,
-    /// modification and change times are all the same. It is extended when
+    /// modification and change times are all the same, and the file had not
+    /// changed for [`RACY_WINDOW`] when it was indexed. It is extended when
     /// the same inode grew and the first bytes and the last bytes of the old
     /// size hash as before: a log that was appended to. The risk taken: a
     /// file rewritten in its middle, keeping its first and its old last 4 KiB
@@ -253,14 +275,17 @@ impl NewlineCache {
         let cached = self.lock().find(id).map(|entry| {
             (
                 entry.stamp,
+                entry.settled,
                 entry.head,
                 entry.edge,
                 Arc::clone(&entry.index),
             )
         });
         let (mut index, reuse) = match cached {
-            Some((old, _, _, index)) if old == stamp => return Ok(Some((index, Reuse::Whole))),
-            Some((old, head, edge, index))
+            Some((old, true, _, _, index)) if old == stamp => {
+                return Ok(Some((index, Reuse::Whole)));
+            }
+            Some((old, _, head, edge, index))
                 if old.size < size
                     && head_hash(file, old.size)? == head
                     && edge_hash(file, old.size)? == edge =>
@@ -282,6 +307,7 @@ impl NewlineCache {
                 head: head_hash(file, size)?,
                 edge: edge_hash(file, size)?,
                 index: Arc::clone(&index),
+                settled: settled(stamp, self.racy_window),
                 last_used: 0,
             };
             self.lock().insert(entry);
@@ -317,6 +343,19 @@ impl Entries {
         } else if let Some(oldest) = self.list.iter_mut().min_by_key(|old| old.last_used) {
             *oldest = entry;
         }
+    }
+}
+
+/// Whether the file's last change (its change time) is at least `window` ago.
+fn settled(stamp: Stamp, window: Duration) -> bool {
+    let (secs, nanos) = stamp.changed;
+    let changed = u64::try_from(secs)
+        .ok()
+        .map(|secs| Duration::new(secs, u32::try_from(nanos).unwrap_or(0)));
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).ok();
+    match (changed, now) {
+        (Some(changed), Some(now)) => now.saturating_sub(changed) >= window,
+        _ => false,
     }
 }
 
@@ -422,6 +461,7 @@ mod tests {
             head: 0,
             edge: 0,
             index: Arc::new(NewlineIndex::empty()),
+            settled: true,
             last_used: 0,
         };
         for ino in 0..MAX_FILES as u64 {
@@ -433,5 +473,129 @@ mod tests {
         assert!(entries.find(FileId { dev: 1, ino: 0 }).is_some());
         assert!(entries.find(FileId { dev: 1, ino: 1 }).is_none());
         assert!(entries.find(FileId { dev: 1, ino: 1000 }).is_some());
+    }
+
+    /// Indexes `path` through `cache` and says how the cache served it.
+    fn reuse(cache: &NewlineCache, path: &std::path::Path) -> (u64, Reuse) {
+        let mut file = File::open(path).unwrap();
+        let meta = file.metadata().unwrap();
+        let (index, reuse) = cache
+            .index(&mut file, &meta, &AtomicBool::new(false))
+            .unwrap()
+            .unwrap();
+        let on_disk = std::fs::read(path).unwrap();
+        assert_eq!(index.total, bytecount::count(&on_disk, b'\n') as u64);
+        (index.total, reuse)
+    }
+
+    fn settled_cache() -> NewlineCache {
+        NewlineCache {
+            racy_window: Duration::ZERO,
+            ..NewlineCache::default()
+        }
+    }
+
+    fn lines(count: usize, width: usize) -> Vec<u8> {
+        let mut line = vec![b'x'; width - 1];
+        line.push(b'\n');
+        line.repeat(count)
+    }
+
+    #[test]
+    fn the_cache_serves_an_unchanged_file_and_counts_only_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, lines(300_000, 8)).unwrap();
+        let cache = settled_cache();
+        assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
+        assert_eq!(reuse(&cache, &path), (300_000, Reuse::Whole));
+        let mut log = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut log, &lines(200_000, 5)).unwrap();
+        assert_eq!(reuse(&cache, &path), (500_000, Reuse::Appended));
+        std::io::Write::write_all(&mut log, b"no newline").unwrap();
+        assert_eq!(reuse(&cache, &path), (500_000, Reuse::Appended));
+        assert_eq!(reuse(&cache, &path), (500_000, Reuse::Whole));
+    }
+
+    #[test]
+    fn any_change_of_size_times_or_inode_counts_again() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let original = lines(300_000, 8);
+        std::fs::write(&path, &original).unwrap();
+        let cache = settled_cache();
+        reuse(&cache, &path);
+
+        // Rewritten in place at equal size, with its old modification time
+        // put back: the change time still tells.
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, lines(600_000, 4)).unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(reuse(&cache, &path), (600_000, Reuse::None));
+
+        // Truncated.
+        std::fs::write(&path, lines(150_000, 8)).unwrap();
+        assert_eq!(reuse(&cache, &path), (150_000, Reuse::None));
+
+        // Replaced by rename with a file of equal size and time.
+        let other = dir.path().join("other");
+        std::fs::write(&other, lines(400_000, 3)).unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        std::fs::write(&path, lines(300_000, 4)).unwrap();
+        reuse(&cache, &path);
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(reuse(&cache, &path), (400_000, Reuse::None));
+
+        // Grown, but the bytes before the old end were changed: not an append.
+        let file = File::options().write(true).open(&path).unwrap();
+        let size = file.metadata().unwrap().len();
+        file.write_all_at(b"\n\n", size - 10).unwrap();
+        file.write_all_at(b"tail\n", size).unwrap();
+        assert_eq!(reuse(&cache, &path).1, Reuse::None);
+        // So was the start.
+        file.write_all_at(b"\n", 0).unwrap();
+        file.write_all_at(b"more\n", size + 5).unwrap();
+        assert_eq!(reuse(&cache, &path).1, Reuse::None);
+    }
+
+    #[test]
+    fn a_file_indexed_right_after_a_change_is_not_reused_as_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, lines(300_000, 8)).unwrap();
+        let cache = NewlineCache::default();
+        assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
+        assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
+        // An append is still counted from the checkpoints.
+        let mut log = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut log, b"one\n").unwrap();
+        assert_eq!(reuse(&cache, &path), (300_001, Reuse::Appended));
+    }
+
+    #[test]
+    fn a_cancelled_count_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, lines(300_000, 8)).unwrap();
+        let cache = settled_cache();
+        let mut file = File::open(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        let stopped = cache
+            .index(&mut file, &meta, &AtomicBool::new(true))
+            .unwrap();
+        assert!(stopped.is_none());
+        assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
     }
 }
