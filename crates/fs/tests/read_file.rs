@@ -800,21 +800,19 @@ fn reads_in_blocks_match_a_full_scan_at_block_edges() {
         let text = String::from_utf8_lossy(content);
         let lines = split_text(&text);
         for offset in offsets_of(content) {
-            for limit in [1, 3] {
-                let expected = scan_lines(&lines, offset, limit, false);
-                // Twice: counted, then from the cache.
-                for round in 0..2 {
-                    let out = ws.read_at(name, offset, limit as u64).unwrap();
-                    assert_eq!(out, expected, "{name} offset {offset} limit {limit} round {round}");
-                }
-                if offset < 0 {
-                    let out = small.read_at(name, offset, limit as u64).unwrap();
-                    assert_eq!(
-                        out,
-                        scan_lines(&lines, offset, limit, true),
-                        "{name} over the limit, offset {offset} limit {limit}"
-                    );
-                }
+            let limit = if offset.abs() == 1 { 1 } else { 3 };
+            // Freshly written files are counted on every read (see the cache
+            // test below for reads served from it).
+            let out = ws.read_at(name, offset, limit as u64).unwrap();
+            let expected = scan_lines(&lines, offset, limit, false);
+            assert_eq!(out, expected, "{name} offset {offset} limit {limit}");
+            if offset < 0 {
+                let out = small.read_at(name, offset, limit as u64).unwrap();
+                assert_eq!(
+                    out,
+                    scan_lines(&lines, offset, limit, true),
+                    "{name} over the limit, offset {offset} limit {limit}"
+                );
             }
         }
     }
