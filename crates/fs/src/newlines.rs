@@ -352,7 +352,9 @@ fn settled(stamp: Stamp, window: Duration) -> bool {
     let changed = u64::try_from(secs)
         .ok()
         .map(|secs| Duration::new(secs, u32::try_from(nanos).unwrap_or(0)));
-    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).ok();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok();
     match (changed, now) {
         (Some(changed), Some(now)) => now.saturating_sub(changed) >= window,
         _ => false,
@@ -443,7 +445,9 @@ mod tests {
         let index = index_of(&content, 64);
         let cancel = AtomicBool::new(false);
         for (line, &start) in starts.iter().enumerate() {
-            let found = index.line_start(&mut file, line as u64 + 1, &cancel).unwrap();
+            let found = index
+                .line_start(&mut file, line as u64 + 1, &cancel)
+                .unwrap();
             assert_eq!(found, Some(start), "line {}", line + 1);
         }
     }
@@ -509,7 +513,10 @@ mod tests {
         let cache = settled_cache();
         assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
         assert_eq!(reuse(&cache, &path), (300_000, Reuse::Whole));
-        let mut log = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         std::io::Write::write_all(&mut log, &lines(200_000, 5)).unwrap();
         assert_eq!(reuse(&cache, &path), (500_000, Reuse::Appended));
         std::io::Write::write_all(&mut log, b"no newline").unwrap();
@@ -579,7 +586,10 @@ mod tests {
         assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
         assert_eq!(reuse(&cache, &path), (300_000, Reuse::None));
         // An append is still counted from the checkpoints.
-        let mut log = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         std::io::Write::write_all(&mut log, b"one\n").unwrap();
         assert_eq!(reuse(&cache, &path), (300_001, Reuse::Appended));
     }

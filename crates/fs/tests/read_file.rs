@@ -688,7 +688,10 @@ fn split_text(text: &str) -> Vec<&str> {
     if body.is_empty() {
         Vec::new()
     } else {
-        body.strip_suffix('\n').unwrap_or(body).split('\n').collect()
+        body.strip_suffix('\n')
+            .unwrap_or(body)
+            .split('\n')
+            .collect()
     }
 }
 
@@ -707,7 +710,10 @@ fn scan_lines(lines: &[&str], offset: i64, limit: usize, backward: bool) -> Stri
         let line = line.strip_suffix('\r').unwrap_or(line);
         let chars = line.chars().count();
         let shown = if chars > agent_tools_text::MAX_LINE_CHARS {
-            let kept: String = line.chars().take(agent_tools_text::MAX_LINE_CHARS).collect();
+            let kept: String = line
+                .chars()
+                .take(agent_tools_text::MAX_LINE_CHARS)
+                .collect();
             format!(
                 "{kept}{} {} more characters]",
                 agent_tools_text::LINE_TRUNCATED_MARKER,
@@ -779,8 +785,8 @@ fn large_shapes() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn offsets_of(content: &[u8]) -> Vec<i64> {
-    let total = content.split(|&b| b == b'\n').count() as i64
-        - i64::from(content.last() == Some(&b'\n'));
+    let total =
+        content.split(|&b| b == b'\n').count() as i64 - i64::from(content.last() == Some(&b'\n'));
     let mut offsets = vec![1, 2, -1, -2, -total, -total - 5, total, total - 1];
     for edge in [1i64 << 14, 1 << 15, 1 << 16, 3 << 14, 1 << 18] {
         offsets.extend([edge - 1, edge, edge + 1, edge + 2, -edge, -edge - 1]);
@@ -839,7 +845,11 @@ fn a_nul_in_the_lines_shown_is_binary_however_the_file_is_read() {
     assert_eq!(ws.code("large", 16_385), ErrorCode::IsBinary);
     assert_eq!(ws.code("large", -1), ErrorCode::IsBinary);
     // Lines without it still read.
-    assert!(ws.read_at("small", 1, 1).unwrap().starts_with("     1\tline 1\n\n[showing lines 1-1 of 3001;"));
+    assert!(
+        ws.read_at("small", 1, 1)
+            .unwrap()
+            .starts_with("     1\tline 1\n\n[showing lines 1-1 of 3001;")
+    );
     assert!(ws.read_at("large", 16_384, 1).is_ok());
 }
 
@@ -853,8 +863,8 @@ fn a_small_utf16_file_is_still_read_from_the_end() {
 /// middle, from the start, under both limits.
 fn assert_reads_match(ws: &Ws, small: &agent_tools_fs::FileTools, name: &str, when: &str) {
     let content = fs::read(ws.root.join(name)).unwrap();
-    let total = content.split(|&b| b == b'\n').count() as i64
-        - i64::from(content.last() == Some(&b'\n'));
+    let total =
+        content.split(|&b| b == b'\n').count() as i64 - i64::from(content.last() == Some(&b'\n'));
     for offset in [-3, -1, 1, total / 2, total] {
         assert_eq!(
             ws.read_at(name, offset, 3).unwrap(),
@@ -891,7 +901,13 @@ fn the_newline_cache_follows_rewrites_truncations_renames_and_appends() {
             .set_modified(when)
             .unwrap();
     };
-    let names = ["rewritten", "rewritten_same_time", "truncated", "renamed", "appended"];
+    let names = [
+        "rewritten",
+        "rewritten_same_time",
+        "truncated",
+        "renamed",
+        "appended",
+    ];
     for name in names {
         ws.put(name, fixed_lines(40_000, 32, "\n"));
         set_mtime(name, old);
@@ -914,7 +930,12 @@ fn the_newline_cache_follows_rewrites_truncations_renames_and_appends() {
     // Equal size, other lines, the same modification time.
     ws.put("rewritten_same_time", fixed_lines(80_000, 16, "\n"));
     set_mtime("rewritten_same_time", old);
-    assert_reads_match(&ws, &small, "rewritten_same_time", "after a rewrite at the same time");
+    assert_reads_match(
+        &ws,
+        &small,
+        "rewritten_same_time",
+        "after a rewrite at the same time",
+    );
     // Truncated in place (the same inode), still over 1 MiB.
     let file = fs::File::options()
         .write(true)

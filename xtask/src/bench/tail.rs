@@ -39,7 +39,11 @@ fn appended_lines(first: u64) -> (Vec<u8>, u64) {
     let mut line = first;
     while out.len() < APPEND {
         out.extend_from_slice(
-            format!("{line:>9} appended entry status=200 took={}ms\n", line % 977).as_bytes(),
+            format!(
+                "{line:>9} appended entry status=200 took={}ms\n",
+                line % 977
+            )
+            .as_bytes(),
         );
         line += 1;
     }
@@ -104,7 +108,12 @@ pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
     let after = call(&kept, "read_file", &args)?;
     for (what, ours, theirs, last) in [
         ("first call", &first, &theirs, lines_first),
-        ("kept server's first call", &kept_first, &theirs, lines_first),
+        (
+            "kept server's first call",
+            &kept_first,
+            &theirs,
+            lines_first,
+        ),
         ("call after an append", &after, &theirs_after, lines.get()),
     ] {
         let (text, numbers) = strip_numbers(ours);
@@ -124,7 +133,7 @@ pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
     let runs = ctx.pick(11, 5);
     let fresh = RefCell::new(None::<AgentTools>);
     let contenders = 5;
-    let mut samples = vec![Vec::with_capacity(runs); contenders];
+    let mut samples: Vec<Vec<_>> = (0..contenders).map(|_| Vec::with_capacity(runs)).collect();
     for round in 0..=runs {
         for step in (0..contenders).map(|i| (round + i) % contenders) {
             match step {
