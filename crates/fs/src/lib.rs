@@ -33,6 +33,7 @@ mod glob;
 mod grep;
 mod list;
 mod lock;
+mod newlines;
 mod page;
 mod read;
 pub mod tolerant;
@@ -96,6 +97,9 @@ pub struct FileTools {
     workspace: Workspace,
     limits: Limits,
     write_locks: lock::PathLocks,
+    /// Newline checkpoints of large files read, for real line numbers
+    /// without recounting (read_file).
+    newlines: newlines::NewlineCache,
 }
 
 impl FileTools {
@@ -105,6 +109,7 @@ impl FileTools {
             workspace,
             limits,
             write_locks: lock::PathLocks::default(),
+            newlines: newlines::NewlineCache::default(),
         }
     }
 
