@@ -51,21 +51,34 @@ pub(crate) const FILE_LOCK_WAIT: Duration = Duration::from_secs(10);
 /// another file now; it then locks that one instead. Programs that do not
 /// take the lock are not held back; the check before the rename (see
 /// [`crate::atomic::Expected`]) catches their changes.
+///
+/// Each file stays open while held, locked or not (on a filesystem without
+/// `flock`): an open file's inode cannot be freed, so its number cannot be
+/// given to a new file meanwhile and fool the check before the rename.
 #[derive(Debug, Default)]
 pub struct FileLocks {
-    held: Vec<(Flock<std::fs::File>, (u64, u64))>,
+    held: Vec<(Held, (u64, u64))>,
+}
+
+#[derive(Debug)]
+enum Held {
+    Locked(#[allow(dead_code)] Flock<std::fs::File>),
+    Open(#[allow(dead_code)] std::fs::File),
 }
 
 impl FileLocks {
     /// How many files are locked (files that did not exist, or that could
     /// not be locked on their filesystem, are not counted).
     pub fn len(&self) -> usize {
-        self.held.len()
+        self.held
+            .iter()
+            .filter(|(held, _)| matches!(held, Held::Locked(_)))
+            .count()
     }
 
     /// Whether no file is locked.
     pub fn is_empty(&self) -> bool {
-        self.held.is_empty()
+        self.len() == 0
     }
 
     /// Locks `path`'s current file too, waiting up to `wait` for another
@@ -94,20 +107,17 @@ impl FileLocks {
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => {
                     if names_inode(workspace, path, id) {
-                        self.held.push((lock, id));
+                        self.held.push((Held::Locked(lock), id));
                         return Ok(());
                     }
                     // Replaced while we waited: lock what the path names now.
+                    if Instant::now() >= deadline {
+                        return Err(waited_too_long(path, wait));
+                    }
                 }
                 Err((_, Errno::EWOULDBLOCK)) => {
                     if Instant::now() >= deadline {
-                        return Err(ToolError::new(
-                            ErrorCode::IoError,
-                            format!(
-                                "{path}: another process has been writing this file for over {} s; nothing was changed. Try again later",
-                                wait.as_secs()
-                            ),
-                        ));
+                        return Err(waited_too_long(path, wait));
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
@@ -115,19 +125,28 @@ impl FileLocks {
                 // A filesystem without flock (some network ones): writers
                 // are not coordinated there, and the check before the rename
                 // is all the protection there is.
-                Err((_, Errno::ENOLCK | Errno::EOPNOTSUPP | Errno::EINVAL)) => return Ok(()),
+                Err((file, Errno::ENOLCK | Errno::EOPNOTSUPP | Errno::EINVAL)) => {
+                    self.held.push((Held::Open(file), id));
+                    return Ok(());
+                }
                 Err((_, errno)) => {
                     return Err(workspace.io_error(&std::io::Error::from(errno), path));
                 }
             }
-            if Instant::now() >= deadline {
-                return Err(ToolError::new(
-                    ErrorCode::IoError,
-                    format!("{path}: the file kept being replaced while waiting to write it; nothing was changed. Try again"),
-                ));
-            }
         }
     }
+}
+
+/// The error for a file another process kept locked (or kept replacing)
+/// for longer than a writer waits.
+fn waited_too_long(path: &ConfinedPath, wait: Duration) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{path}: another process has been writing this file for over {} ms; nothing was changed. Try again later",
+            wait.as_millis()
+        ),
+    )
 }
 
 /// Opens a file only to lock it: for reading, or for writing when reading
@@ -177,5 +196,36 @@ mod tests {
             let _held = locks.lock_for(Path::new(&format!("f{i}")));
         }
         assert!(locks.locks.lock().unwrap().len() <= 1025);
+    }
+
+    #[test]
+    fn a_lock_held_too_long_by_another_process_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "x").unwrap();
+        let ws = Workspace::open(dir.path(), agent_tools_confine::Confinement::Confined).unwrap();
+        let path = ws.resolve("f.txt").unwrap();
+        let held = Flock::lock(
+            std::fs::File::open(dir.path().join("f.txt")).unwrap(),
+            FlockArg::LockExclusive,
+        )
+        .unwrap();
+        let mut locks = FileLocks::default();
+        let err = locks
+            .add(&ws, &path, Duration::from_millis(50))
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::IoError);
+        assert!(err.message().contains("another process"), "{}", err.message());
+        assert!(locks.is_empty());
+
+        drop(held);
+        locks.add(&ws, &path, Duration::from_millis(50)).unwrap();
+        assert_eq!(locks.len(), 1);
+        // The same file again (as a hard link would be) does not wait on itself.
+        locks.add(&ws, &path, Duration::from_millis(50)).unwrap();
+        assert_eq!(locks.len(), 1);
+        // Nothing to lock where nothing exists.
+        let missing = ws.resolve("missing.txt").unwrap();
+        locks.add(&ws, &missing, Duration::from_millis(50)).unwrap();
+        assert_eq!(locks.len(), 1);
     }
 }
