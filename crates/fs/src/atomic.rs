@@ -318,7 +318,7 @@ pub(crate) fn replace_expecting(
     match expected {
         Expected::Same(_) => dir.rename(guard.name(), &dir, &name).map_err(fail)?,
         Expected::Absent => rename_no_replace(&dir, guard.name(), &name)
-            .map_err(|err| created_meanwhile(err, path).unwrap_or_else(|err| fail(err)))?,
+            .map_err(|err| created_meanwhile(err, path).unwrap_or_else(fail))?,
     }
     guard.disarm();
     drop(guard);
@@ -374,7 +374,12 @@ pub(crate) fn check_unchanged(
     let now = match dir.symlink_metadata(name) {
         Ok(meta) => Some(FileStamp::of(&meta)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
-        Err(err) => return Err(ToolError::from_io(&err, std::path::Path::new(path.display()))),
+        Err(err) => {
+            return Err(ToolError::from_io(
+                &err,
+                std::path::Path::new(path.display()),
+            ));
+        }
     };
     match (expected, now) {
         (Expected::Absent, None) => Ok(()),
@@ -553,12 +558,7 @@ fn carried_xattr(name: &OsStr) -> bool {
 
 /// Gives the temporary file the target's extended attributes, owner and
 /// permissions.
-fn carry_over(
-    dir: &Dir,
-    name: &OsStr,
-    file: &std::fs::File,
-    meta: &Metadata,
-) -> io::Result<()> {
+fn carry_over(dir: &Dir, name: &OsStr, file: &std::fs::File, meta: &Metadata) -> io::Result<()> {
     use cap_std::fs::PermissionsExt;
     use std::os::unix::fs::PermissionsExt as _;
 
@@ -586,9 +586,9 @@ fn carry_over(
 fn copy_xattrs(dir: &Dir, name: &OsStr, file: &std::fs::File) -> io::Result<()> {
     use xattr::FileExt;
     let mut options = OpenOptions::new();
-    options.read(true).custom_flags(
-        (nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits(),
-    );
+    options
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits());
     let Ok(target) = dir.open_with(name, &options) else {
         return Ok(());
     };

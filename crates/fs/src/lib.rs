@@ -38,9 +38,7 @@ mod walk;
 mod write;
 
 pub use args::*;
-pub use atomic::{
-    Expected, FileStamp, open_regular, read_only, remove_seen, rename_new,
-};
+pub use atomic::{Expected, FileStamp, open_regular, read_only, remove_seen, rename_new};
 pub use lock::FileLocks;
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a

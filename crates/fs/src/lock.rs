@@ -214,7 +214,11 @@ mod tests {
             .add(&ws, &path, Duration::from_millis(50))
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::IoError);
-        assert!(err.message().contains("another process"), "{}", err.message());
+        assert!(
+            err.message().contains("another process"),
+            "{}",
+            err.message()
+        );
         assert!(locks.is_empty());
 
         drop(held);

@@ -65,7 +65,9 @@ fn refuse_directory_spelling(raw: &str) -> ToolResult<()> {
     if raw.ends_with('/') || raw.ends_with("/.") {
         return Err(ToolError::new(
             ErrorCode::NotAFile,
-            format!("{raw}: ends with `/`, so it names a directory; write_file writes a file (drop the trailing `/`)"),
+            format!(
+                "{raw}: ends with `/`, so it names a directory; write_file writes a file (drop the trailing `/`)"
+            ),
         ));
     }
     Ok(())

@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use agent_tools_confine::{Confinement, Workspace};
 use agent_tools_error::ErrorCode;
 use agent_tools_fs::{
-    EditFileArgs, Expected, FileStamp, FileTools, Limits, WriteFileArgs, open_regular,
-    write_atomic,
+    EditFileArgs, Expected, FileStamp, FileTools, Limits, WriteFileArgs, open_regular, write_atomic,
 };
 use nix::fcntl::{Flock, FlockArg};
 
@@ -159,7 +158,11 @@ fn a_change_by_a_program_that_takes_no_lock_is_not_overwritten() {
     fs::write(root.join("f.txt"), "one, changed elsewhere\n").unwrap();
     let err = write_atomic(&ws, &path, b"mine\n", Expected::Same(seen)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError);
-    assert!(err.message().contains("changed on disk since it was read"), "{}", err.message());
+    assert!(
+        err.message().contains("changed on disk since it was read"),
+        "{}",
+        err.message()
+    );
     assert_eq!(
         fs::read_to_string(root.join("f.txt")).unwrap(),
         "one, changed elsewhere\n"
@@ -171,20 +174,36 @@ fn a_change_by_a_program_that_takes_no_lock_is_not_overwritten() {
     fs::write(root.join("other"), "one, changed elsewhere\n").unwrap();
     fs::rename(root.join("other"), root.join("f.txt")).unwrap();
     let err = write_atomic(&ws, &path, b"mine\n", Expected::Same(seen)).unwrap_err();
-    assert!(err.message().contains("changed on disk"), "{}", err.message());
+    assert!(
+        err.message().contains("changed on disk"),
+        "{}",
+        err.message()
+    );
 
     // Created by someone else while we meant to create it.
     let new = ws.resolve("new.txt").unwrap();
     fs::write(root.join("new.txt"), "theirs\n").unwrap();
     let err = write_atomic(&ws, &new, b"mine\n", Expected::Absent).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError);
-    assert!(err.message().contains("another program created it"), "{}", err.message());
-    assert_eq!(fs::read_to_string(root.join("new.txt")).unwrap(), "theirs\n");
+    assert!(
+        err.message().contains("another program created it"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("new.txt")).unwrap(),
+        "theirs\n"
+    );
 
     // Unchanged: the write goes through, and its stamp is what is on disk.
     let (_file, meta) = open_regular(&ws, &path).unwrap();
-    let written = write_atomic(&ws, &path, b"mine\n", Expected::Same(FileStamp::of_std(&meta)))
-        .unwrap();
+    let written = write_atomic(
+        &ws,
+        &path,
+        b"mine\n",
+        Expected::Same(FileStamp::of_std(&meta)),
+    )
+    .unwrap();
     assert_eq!(fs::read_to_string(root.join("f.txt")).unwrap(), "mine\n");
     let (_file, meta) = open_regular(&ws, &path).unwrap();
     assert_eq!(FileStamp::of_std(&meta), written);
@@ -200,8 +219,11 @@ fn a_change_by_a_program_that_takes_no_lock_is_not_overwritten() {
 #[test]
 fn open_regular_refuses_a_fifo_without_blocking() {
     let (_dir, root) = workspace();
-    nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o644))
-        .unwrap();
+    nix::unistd::mkfifo(
+        &root.join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
     let (tx, rx) = mpsc::channel();
     let thread_root = root.clone();
     std::thread::spawn(move || {
@@ -305,7 +327,11 @@ fn write_file_refuses_a_path_that_names_a_directory() {
             .write_file(&WriteFileArgs::new(path, "x"))
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::NotAFile, "{path}");
-        assert!(err.message().contains("names a directory"), "{}", err.message());
+        assert!(
+            err.message().contains("names a directory"),
+            "{}",
+            err.message()
+        );
     }
     assert_eq!(fs::read_to_string(root.join("a.txt")).unwrap(), "keep\n");
     assert!(!root.join("newdir").exists());
@@ -337,7 +363,10 @@ fn a_rewrite_keeps_extended_attributes_and_clears_set_id_bits() {
         eprintln!("set-user-ID was set and is cleared by the rewrite");
     }
     if tagged.is_ok() {
-        let value = fs::File::open(&file).unwrap().get_xattr("user.tag").unwrap();
+        let value = fs::File::open(&file)
+            .unwrap()
+            .get_xattr("user.tag")
+            .unwrap();
         assert_eq!(value.as_deref(), Some(&b"kept"[..]));
     }
 
@@ -345,7 +374,10 @@ fn a_rewrite_keeps_extended_attributes_and_clears_set_id_bits() {
         .write_file(&WriteFileArgs::new("tool.sh", "echo 3\n"))
         .unwrap();
     if tagged.is_ok() {
-        let value = fs::File::open(&file).unwrap().get_xattr("user.tag").unwrap();
+        let value = fs::File::open(&file)
+            .unwrap()
+            .get_xattr("user.tag")
+            .unwrap();
         assert_eq!(value.as_deref(), Some(&b"kept"[..]));
     }
 }

@@ -262,7 +262,10 @@ pub(crate) fn apply_hunks(
             let at = hunk.old_start.saturating_add(1);
             (at, at)
         } else {
-            (hunk.old_start, hunk.old_start.saturating_add(hunk.old_count))
+            (
+                hunk.old_start,
+                hunk.old_start.saturating_add(hunk.old_count),
+            )
         };
         let in_order = first >= stated_end;
         stated_end = stated_end.max(end);

@@ -7,9 +7,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agent_tools_patch::{
-    ErrorKind, FileStore, MemoryStore, PatchError, StoreError, apply_patch,
-};
+use agent_tools_patch::{ErrorKind, FileStore, MemoryStore, PatchError, StoreError, apply_patch};
 
 /// Runs `work` on a thread and fails the test if it takes longer than
 /// `limit` (a guard against a hang, not a timing measurement).
@@ -37,7 +35,9 @@ fn alternating_patch(hunks: usize, far: usize) -> String {
     for i in 0..hunks {
         let stated = if i % 2 == 0 { 1 } else { far };
         let line = 2 * i + 1;
-        patch.push_str(&format!("@@ -{stated},1 +{stated},1 @@\n-L{line}\n+M{line}\n"));
+        patch.push_str(&format!(
+            "@@ -{stated},1 +{stated},1 @@\n-L{line}\n+M{line}\n"
+        ));
     }
     patch
 }
@@ -77,7 +77,9 @@ fn ascending_line_numbers_far_past_the_end_give_up_with_a_clear_error() {
     for i in 0..200 {
         let stated = 1 + i * 1_000_000;
         let line = 2 * i + 1;
-        patch.push_str(&format!("@@ -{stated},1 +{stated},1 @@\n-L{line}\n+M{line}\n"));
+        patch.push_str(&format!(
+            "@@ -{stated},1 +{stated},1 @@\n-L{line}\n+M{line}\n"
+        ));
     }
     let err = within(Duration::from_secs(20), move || {
         let err = apply_patch(patch, &mut store).unwrap_err();
@@ -99,7 +101,10 @@ fn hunks_out_of_order_are_searched_for_after_the_previous_one() {
     // Every hunk claims line 1, as hand-written patches often do; the
     // blocks are identical, so only the order tells them apart.
     let mut store = MemoryStore::new();
-    store.insert("f.rs", "fn a() {\n    x\n}\nfn b() {\n    x\n}\nfn c() {\n    x\n}\n");
+    store.insert(
+        "f.rs",
+        "fn a() {\n    x\n}\nfn b() {\n    x\n}\nfn c() {\n    x\n}\n",
+    );
     let report = apply_patch(
         "--- a/f.rs\n+++ b/f.rs\n\
          @@ -1,2 +1,2 @@\n fn a() {\n-    x\n+    1\n\
@@ -112,7 +117,10 @@ fn hunks_out_of_order_are_searched_for_after_the_previous_one() {
         store.get("f.rs").unwrap(),
         b"fn a() {\n    1\n}\nfn b() {\n    2\n}\nfn c() {\n    3\n}\n"
     );
-    assert_eq!(report.to_string(), "M f.rs (3 hunks, hunk 2 applied at offset +3, hunk 3 applied at offset +7)");
+    assert_eq!(
+        report.to_string(),
+        "M f.rs (3 hunks, hunk 2 applied at offset +3, hunk 3 applied at offset +7)"
+    );
 }
 
 #[test]
@@ -140,8 +148,11 @@ fn a_mode_change_sets_exactly_the_permission_bits_named() {
     std::fs::write(dir.path().join("secret"), "s\n").unwrap();
     std::fs::write(dir.path().join("shared"), "s\n").unwrap();
     for name in ["secret", "shared"] {
-        std::fs::set_permissions(dir.path().join(name), std::fs::Permissions::from_mode(0o644))
-            .unwrap();
+        std::fs::set_permissions(
+            dir.path().join(name),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
     }
     let mut store = DirStore::new(dir.path());
     let report = apply_patch(
@@ -161,7 +172,12 @@ fn a_mode_change_sets_exactly_the_permission_bits_named() {
     assert_eq!(mode("secret"), 0o600);
     assert_eq!(mode("shared"), 0o664);
     assert_eq!(mode("made"), 0o640);
-    assert!(report.to_string().contains("M secret (mode 100644 -> 100600)"), "{report}");
+    assert!(
+        report
+            .to_string()
+            .contains("M secret (mode 100644 -> 100600)"),
+        "{report}"
+    );
 }
 
 /// A memory store that protects some files, as a directory store does for
@@ -209,7 +225,10 @@ fn read_only_files_are_not_modified_deleted_or_moved_with_edits() {
         let patch = format!("--- a/rw\n+++ b/rw\n@@ -1 +1 @@\n-x\n+y\n{patch}");
         let err = apply_patch(&patch, &mut store).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Io, "{err}");
-        assert!(err.to_string().contains("ro: the file is read-only"), "{err}");
+        assert!(
+            err.to_string().contains("ro: the file is read-only"),
+            "{err}"
+        );
         assert_eq!(store.inner.get("ro"), Some(&b"x\n"[..]));
         assert_eq!(store.inner.get("rw"), Some(&b"x\n"[..]));
     }

@@ -73,7 +73,9 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
             if path.ends_with('/') {
                 return Err(ToolError::new(
                     ErrorCode::NotAFile,
-                    format!("{path}: ends with `/`, so it names a directory; a patch changes files"),
+                    format!(
+                        "{path}: ends with `/`, so it names a directory; a patch changes files"
+                    ),
                 ));
             }
             let resolved = workspace.resolve(path)?;
