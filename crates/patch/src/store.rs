@@ -452,6 +452,11 @@ impl FileStore for MemoryStore {
                 format!("{to} already exists"),
             )));
         }
+        // As on a file system, nothing can be created beneath a file, the
+        // file being moved included (`a` cannot become `a/b`).
+        if self.parent_is_file(to) {
+            return Err(StoreError::NotAFile);
+        }
         let exec = self.executable.contains(from);
         self.remove(from)?;
         if let Err(e) = self.write(to, &data) {
