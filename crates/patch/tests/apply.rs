@@ -463,7 +463,10 @@ fn rename_onto_existing_path_is_refused() {
 fn rename_beneath_itself_is_refused_and_changes_nothing() {
     let mut s = mem(&[("f", "x\n")]);
     let before = s.clone();
-    let e = fails(&mut s, "diff --git a/f b/f/g\nrename from f\nrename to f/g\n");
+    let e = fails(
+        &mut s,
+        "diff --git a/f b/f/g\nrename from f\nrename to f/g\n",
+    );
     assert_eq!(e.kind(), ErrorKind::NotAFile, "{e}");
     assert_eq!(s, before);
 }
