@@ -129,9 +129,16 @@ impl AgentTools {
     }
 
     /// Renders a failure met outside the pipeline (a request a transport
-    /// could not read, say) the way the surface renders its own.
-    pub fn render_failure(&self, tool: &str, stage: Stage, error: ToolError) -> CallOutcome {
-        self.bound.fail(tool, stage, error, false)
+    /// could not read, a call cancelled before it started) the way the
+    /// surface renders its own.
+    pub fn render_failure(
+        &self,
+        tool: &str,
+        stage: Stage,
+        error: ToolError,
+        cancelled: bool,
+    ) -> CallOutcome {
+        self.bound.fail(tool, stage, error, cancelled)
     }
 }
 
