@@ -400,3 +400,81 @@ pub async fn serve_stdio_with<T: ToolSet>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_tools::{CallResult, ErrorCode, ProtocolError};
+    use serde_json::json;
+
+    #[test]
+    fn every_content_item_maps_to_its_mcp_kind() {
+        let outcome = CallOutcome::Result(CallResult {
+            content: vec![
+                Content::text("hello"),
+                Content::Image {
+                    data: b"png".to_vec(),
+                    mime_type: "image/png".into(),
+                },
+                Content::Audio {
+                    data: b"wav".to_vec(),
+                    mime_type: "audio/wav".into(),
+                },
+                Content::blob("file:///a.bin", "application/octet-stream", vec![0, 255]),
+                Content::Resource {
+                    uri: "file:///a.txt".into(),
+                    mime_type: None,
+                    body: ResourceBody::Text("text".into()),
+                },
+            ],
+            is_error: false,
+            cause: None,
+        });
+        let result = to_call_tool_result(outcome).unwrap();
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            wire["content"],
+            json!([
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "cG5n", "mimeType": "image/png"},
+                {"type": "audio", "data": "d2F2", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {
+                    "uri": "file:///a.bin", "mimeType": "application/octet-stream", "blob": "AP8="
+                }},
+                // rmcp names text without a MIME type text/plain.
+                {"type": "resource", "resource": {
+                    "uri": "file:///a.txt", "mimeType": "text/plain", "text": "text"
+                }},
+            ])
+        );
+        assert_eq!(wire["isError"], json!(false));
+    }
+
+    #[test]
+    fn an_error_result_and_a_protocol_error_keep_their_shapes() {
+        let failed = CallOutcome::error_text("{}".into(), Cause::Error(ErrorCode::NotFound));
+        let wire = serde_json::to_value(to_call_tool_result(failed).unwrap()).unwrap();
+        assert_eq!(wire["isError"], json!(true));
+        assert_eq!(wire["content"], json!([{"type": "text", "text": "{}"}]));
+
+        let protocol = CallOutcome::Protocol(ProtocolError {
+            code: -32001,
+            message: "path not allowed".into(),
+            cause: Some(Cause::Error(ErrorCode::PathEscape)),
+        });
+        let error = to_call_tool_result(protocol).unwrap_err();
+        assert_eq!(error.code.0, -32001);
+        assert_eq!(error.message, "path not allowed");
+    }
+
+    #[test]
+    fn unknown_surfaces_are_refused_with_the_known_names() {
+        assert_eq!(
+            surface(agent_tools::DEFAULT_SURFACE).unwrap().name(),
+            "agent-tools"
+        );
+        let err = surface("nope").unwrap_err();
+        assert_eq!(err.known, ["agent-tools"]);
+        assert!(err.to_string().contains("known surfaces are: agent-tools"), "{err}");
+    }
+}
