@@ -102,7 +102,10 @@ fn surfaces_lists_each_surface_with_what_it_is_for() {
     let (name, summary) = first.split_once('\t').unwrap();
     assert_eq!(name, "agent-tools");
     assert!(summary.contains("read_file"), "{summary}");
-    assert!(text.lines().all(|line| line.split('\t').count() == 2), "{text}");
+    assert!(
+        text.lines().all(|line| line.split('\t').count() == 2),
+        "{text}"
+    );
 }
 
 #[test]
@@ -129,7 +132,15 @@ fn surface_is_chosen_by_name_and_an_unknown_one_is_refused_at_startup() {
     let root = dir.path().to_str().unwrap();
     for args in [
         vec!["mcp", "--surface", "nope", "--root", root],
-        vec!["call", "--surface", "nope", "--root", root, "read_file", "{}"],
+        vec![
+            "call",
+            "--surface",
+            "nope",
+            "--root",
+            root,
+            "read_file",
+            "{}",
+        ],
         vec!["tools", "--surface", "nope"],
     ] {
         let output = agent_tools()

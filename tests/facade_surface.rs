@@ -128,9 +128,12 @@ impl Surface for TestSurface {
             ToolDef::typed("wait", "Waits to be cancelled.", false, wait_for_cancel)
                 .titled("Wait", Hints::READ),
             ToolDef::typed("texts", "Two text items.", false, texts).titled("Texts", Hints::READ),
-            ToolDef::typed("touch", "Changes things.", true, |_: &Root, _: NoArgs, _| {
-                Ok::<_, ToolError>("touched".to_string())
-            })
+            ToolDef::typed(
+                "touch",
+                "Changes things.",
+                true,
+                |_: &Root, _: NoArgs, _| Ok::<_, ToolError>("touched".to_string()),
+            )
             .titled("Touch", Hints::EDIT),
         ]
     }
@@ -208,7 +211,9 @@ fn rich_content_comes_through_item_by_item() {
         result.content[0].as_text(),
         Some(format!("from {}", dir.path().display()).as_str())
     );
-    assert!(matches!(&result.content[1], Content::Image { mime_type, .. } if mime_type == "image/png"));
+    assert!(
+        matches!(&result.content[1], Content::Image { mime_type, .. } if mime_type == "image/png")
+    );
     // The text view keeps the text items only.
     let text = tools.call("pictures", json!({}));
     assert!(!text.is_error);
@@ -288,14 +293,23 @@ fn a_cancelled_call_is_typed_as_cancelled() {
 #[test]
 fn the_output_budget_spans_every_text_item_and_null_means_absent() {
     let (_dir, tools) = open(false);
-    let small = tools.dispatch("texts", json!({"size": 100, "note": null}), &CallContext::default());
+    let small = tools.dispatch(
+        "texts",
+        json!({"size": 100, "note": null}),
+        &CallContext::default(),
+    );
     assert!(!small.is_error(), "{small:?}");
     assert_eq!(small.text().len(), 201);
     let big = tools.dispatch("texts", json!({"size": 1000}), &CallContext::default());
     let CallOutcome::Result(result) = &big else {
         panic!("{big:?}")
     };
-    let total: usize = result.content.iter().filter_map(Content::as_text).map(str::len).sum();
+    let total: usize = result
+        .content
+        .iter()
+        .filter_map(Content::as_text)
+        .map(str::len)
+        .sum();
     // The first item fits whole; the second gets what is left of the
     // budget (here nothing but the note saying what was cut).
     assert!(total <= 1024 + 96, "{total}");

@@ -48,9 +48,17 @@ fn lists_all_nine_tools_with_object_schemas() {
     // Every tool has a title and all four hints, as `agent-tools tools`
     // lists them (pinned there by a snapshot).
     for tool in tools {
-        assert!(tool["title"].as_str().is_some_and(|t| !t.is_empty()), "{tool}");
+        assert!(
+            tool["title"].as_str().is_some_and(|t| !t.is_empty()),
+            "{tool}"
+        );
         assert_eq!(tool["annotations"]["title"], tool["title"], "{tool}");
-        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+        for hint in [
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ] {
             assert!(tool["annotations"][hint].is_boolean(), "{hint}: {tool}");
         }
     }

@@ -97,7 +97,11 @@ mod tests {
             *count.lock().unwrap() += 1;
         }
         assert_eq!(
-            *session.get::<std::sync::Mutex<u32>>().unwrap().lock().unwrap(),
+            *session
+                .get::<std::sync::Mutex<u32>>()
+                .unwrap()
+                .lock()
+                .unwrap(),
             1
         );
         assert!(session.get::<String>().is_none());

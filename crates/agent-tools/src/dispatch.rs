@@ -28,7 +28,12 @@ impl std::fmt::Debug for AgentTools {
             .field("config", self.bound.config())
             .field(
                 "tools",
-                &self.bound.specs().iter().map(ToolSpec::name).collect::<Vec<_>>(),
+                &self
+                    .bound
+                    .specs()
+                    .iter()
+                    .map(ToolSpec::name)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -276,17 +281,15 @@ impl<S: Surface> Pipeline for Bound<S> {
         } else {
             call
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            tool.def.run(&self.state, args, call)
-        }))
-        .unwrap_or_else(|panic| {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a tool panicked".into());
-            Err(ToolError::internal(format!("{name} panicked: {detail}")))
-        });
+        let outcome = catch_unwind(AssertUnwindSafe(|| tool.def.run(&self.state, args, call)))
+            .unwrap_or_else(|panic| {
+                let detail = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a tool panicked".into());
+                Err(ToolError::internal(format!("{name} panicked: {detail}")))
+            });
 
         // 4 and 5. Bound and render.
         match outcome {

@@ -34,9 +34,7 @@ pub const PORTABLE_KEYWORDS: &[&str] = &[
 ];
 
 /// The types a portable schema may name (one per schema).
-pub const PORTABLE_TYPES: &[&str] = &[
-    "object", "array", "string", "integer", "number", "boolean",
-];
+pub const PORTABLE_TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
 
 /// `schema` rewritten into the portable subset (see the module's doc).
 pub fn portable(schema: &Map<String, Value>) -> Map<String, Value> {
@@ -64,12 +62,15 @@ fn make_portable(schema: &mut Map<String, Value>) {
     }
     // An enum of unit variants: constants with their own descriptions.
     for key in ["oneOf", "anyOf"] {
-        let constants = schema.get(key).and_then(Value::as_array).and_then(|branches| {
-            branches
-                .iter()
-                .map(|branch| branch.get("const").cloned())
-                .collect::<Option<Vec<Value>>>()
-        });
+        let constants = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|branches| {
+                branches
+                    .iter()
+                    .map(|branch| branch.get("const").cloned())
+                    .collect::<Option<Vec<Value>>>()
+            });
         if let Some(constants) = constants {
             let all_strings = constants.iter().all(Value::is_string);
             schema.remove(key);
@@ -151,9 +152,9 @@ fn check(schema: &Map<String, Value>, at: &str, problems: &mut Vec<String>) {
             ("additionalProperties", Value::Bool(_)) => {}
             ("required", Value::Array(names)) => {
                 for name in names {
-                    let known = name
-                        .as_str()
-                        .is_some_and(|name| schema.get("properties").and_then(|p| p.get(name)).is_some());
+                    let known = name.as_str().is_some_and(|name| {
+                        schema.get("properties").and_then(|p| p.get(name)).is_some()
+                    });
                     if !known {
                         problems.push(format!("{at}: required {name} is not a property"));
                     }
@@ -173,7 +174,8 @@ fn check(schema: &Map<String, Value>, at: &str, problems: &mut Vec<String>) {
             ("enum", Value::Array(values)) if !values.is_empty() => {}
             ("default", _) => {}
             ("minimum" | "maximum", Value::Number(_)) => {}
-            ("minItems" | "maxItems" | "minLength" | "maxLength", Value::Number(n)) if n.is_u64() => {}
+            ("minItems" | "maxItems" | "minLength" | "maxLength", Value::Number(n))
+                if n.is_u64() => {}
             (key, other) => problems.push(format!("{at}: `{key}` has an unusable value {other}")),
         }
     }

@@ -316,10 +316,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         };
         let Some(slot) = slot else {
             // Nobody is waiting for this answer: no error line in the log.
-            return to_call_tool_response(
-                self.tools
-                    .reject(ToolError::internal("call cancelled before it started"), true),
-            );
+            return to_call_tool_response(self.tools.reject(
+                ToolError::internal("call cancelled before it started"),
+                true,
+            ));
         };
         let call = CallContext {
             cancel: CancelToken::new(),
@@ -342,9 +342,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                 drop(slot);
             });
         let result = match spawned {
-            Err(err) => self
-                .tools
-                .reject(ToolError::internal(format!("cannot start a thread: {err}")), false),
+            Err(err) => self.tools.reject(
+                ToolError::internal(format!("cannot start a thread: {err}")),
+                false,
+            ),
             Ok(_) => {
                 tokio::pin!(result);
                 tokio::select! {
@@ -356,8 +357,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                     }
                 }
                 .unwrap_or_else(|_| {
-                    self.tools
-                        .reject(ToolError::internal("the tool call ended without a result"), false)
+                    self.tools.reject(
+                        ToolError::internal("the tool call ended without a result"),
+                        false,
+                    )
                 })
             }
         };
@@ -475,6 +478,9 @@ mod tests {
         );
         let err = surface("nope").unwrap_err();
         assert_eq!(err.known, ["agent-tools"]);
-        assert!(err.to_string().contains("known surfaces are: agent-tools"), "{err}");
+        assert!(
+            err.to_string().contains("known surfaces are: agent-tools"),
+            "{err}"
+        );
     }
 }

@@ -134,7 +134,12 @@ mod tests {
         let listed: Vec<_> = TITLES_AND_HINTS.iter().map(|(name, _, _)| *name).collect();
         assert_eq!(names, listed);
         for tool in &tools {
-            assert_ne!(tool.spec().title(), tool.name(), "{} has no title", tool.name());
+            assert_ne!(
+                tool.spec().title(),
+                tool.name(),
+                "{} has no title",
+                tool.name()
+            );
         }
     }
 
@@ -155,7 +160,10 @@ mod tests {
         assert!(!write.read_only && write.destructive && write.idempotent);
         for name in ["edit_file", "multi_edit", "apply_patch"] {
             let edit = hints(name);
-            assert!(!edit.read_only && edit.destructive && !edit.idempotent, "{name}");
+            assert!(
+                !edit.read_only && edit.destructive && !edit.idempotent,
+                "{name}"
+            );
             assert!(!edit.open_world, "{name}");
         }
         let bash = hints("bash");
