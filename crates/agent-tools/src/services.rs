@@ -3,7 +3,7 @@
 
 use agent_tools_fs::FileTools;
 
-use crate::Config;
+use crate::config::Config;
 
 /// The default surface's state: the back-ends shared by every call.
 #[derive(Debug)]
