@@ -77,6 +77,8 @@ fn tools_prints_every_tool_with_its_schema() {
     assert!(tools.len() >= 4);
     for tool in &tools {
         assert_eq!(tool["input_schema"]["type"], "object");
+        assert!(tool["title"].is_string(), "{tool}");
+        assert!(tool["annotations"]["readOnlyHint"].is_boolean(), "{tool}");
     }
     let output = agent_tools()
         .args(["tools", "--read-only"])
@@ -89,6 +91,71 @@ fn tools_prints_every_tool_with_its_schema() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+}
+
+#[test]
+fn surfaces_lists_each_surface_with_what_it_is_for() {
+    let output = agent_tools().arg("surfaces").output().unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    let (name, summary) = first.split_once('\t').unwrap();
+    assert_eq!(name, "agent-tools");
+    assert!(summary.contains("read_file"), "{summary}");
+    assert!(
+        text.lines().all(|line| line.split('\t').count() == 2),
+        "{text}"
+    );
+}
+
+#[test]
+fn surface_is_chosen_by_name_and_an_unknown_one_is_refused_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "alpha\n").unwrap();
+    let output = agent_tools()
+        .args(["call", "--surface", "agent-tools", "--root"])
+        .arg(dir.path())
+        .args(["read_file", r#"{"path":"a.txt"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "     1\talpha\n");
+    let listed = agent_tools()
+        .args(["tools", "--surface", "agent-tools"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        listed.stdout,
+        agent_tools().arg("tools").output().unwrap().stdout
+    );
+
+    let root = dir.path().to_str().unwrap();
+    for args in [
+        vec!["mcp", "--surface", "nope", "--root", root],
+        vec![
+            "call",
+            "--surface",
+            "nope",
+            "--root",
+            root,
+            "read_file",
+            "{}",
+        ],
+        vec!["tools", "--surface", "nope"],
+    ] {
+        let output = agent_tools()
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(r#"unknown surface "nope""#) && stderr.contains("agent-tools"),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
 }
 
 #[test]

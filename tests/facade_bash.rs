@@ -267,6 +267,7 @@ fn cancelling_through_the_call_context_kills_the_command() {
         started.elapsed()
     );
     assert!(result.is_error, "{}", result.text);
+    assert!(result.is_cancelled(), "a cancelled call says so, typed");
     assert!(!facade::is_pid_alive(pid));
     assert!(!sb.exists("marker.txt"));
 }

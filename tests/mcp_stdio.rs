@@ -45,6 +45,26 @@ fn lists_all_nine_tools_with_object_schemas() {
     }
     let read_file = tools.iter().find(|t| t["name"] == "read_file").unwrap();
     assert_eq!(read_file["annotations"]["readOnlyHint"], true);
+    // Every tool has a title and all four hints, as `agent-tools tools`
+    // lists them (pinned there by a snapshot).
+    for tool in tools {
+        assert!(
+            tool["title"].as_str().is_some_and(|t| !t.is_empty()),
+            "{tool}"
+        );
+        assert_eq!(tool["annotations"]["title"], tool["title"], "{tool}");
+        for hint in [
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ] {
+            assert!(tool["annotations"][hint].is_boolean(), "{hint}: {tool}");
+        }
+    }
+    let bash = tools.iter().find(|t| t["name"] == "bash").unwrap();
+    assert_eq!(bash["annotations"]["openWorldHint"], true);
+    assert_eq!(bash["annotations"]["destructiveHint"], true);
     assert!(client.shutdown().success());
 }
 

@@ -1,100 +1,234 @@
-//! The five steps every call runs through: look up, validate, run, bound,
-//! serialize.
+//! The pipeline every call runs through, whatever the surface: look up,
+//! validate, run, bound, render.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_tools_error::{ErrorCode, ToolError};
 use agent_tools_text::truncate_utf8;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::AgentTools;
+use crate::config::{Config, StartupError};
+use crate::context::{CallContext, Session};
+use crate::registry::{ToolDef, ToolSpec};
+use crate::result::{CallOutcome, Content, DispatchResult, Reply};
+use crate::surface::{Failure, Stage, Surface};
+use crate::tools::DefaultSurface;
 
-/// The outcome of one call: always text, with a flag saying whether it is an
-/// error envelope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DispatchResult {
-    /// True when `text` is a JSON error envelope.
-    pub is_error: bool,
-    /// The tool's output, or the envelope.
-    pub text: String,
+/// The tools of one surface, bound to one workspace. `Send + Sync`: share
+/// it (for example in an `Arc`) and make independent calls from many
+/// threads at once.
+pub struct AgentTools {
+    bound: Box<dyn Pipeline>,
 }
 
-impl DispatchResult {
-    fn from_error(err: &ToolError) -> Self {
-        DispatchResult {
-            is_error: true,
-            text: err.to_envelope(),
-        }
+impl std::fmt::Debug for AgentTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTools")
+            .field("surface", &self.bound.surface_name())
+            .field("config", self.bound.config())
+            .field(
+                "tools",
+                &self
+                    .bound
+                    .specs()
+                    .iter()
+                    .map(ToolSpec::name)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
     }
-
-    /// The error code, when this is an error.
-    pub fn error_code(&self) -> Option<ErrorCode> {
-        if !self.is_error {
-            return None;
-        }
-        let value: Value = serde_json::from_str(&self.text).ok()?;
-        serde_json::from_value(value.get("error")?.clone()).ok()
-    }
-}
-
-/// A flag a caller sets to ask a running call to stop (a command is killed;
-/// quick file tools finish anyway). Clones share the flag.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// A token not yet cancelled.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Asks the call to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether [`cancel`](Self::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// The raw flag, for back-ends that poll it.
-    pub fn flag(&self) -> &AtomicBool {
-        &self.0
-    }
-}
-
-/// Per-call context handed to handlers.
-#[derive(Debug, Clone, Default)]
-pub struct CallContext {
-    /// Set when the caller gives up on the call.
-    pub cancel: CancelToken,
 }
 
 impl AgentTools {
-    /// Runs one tool call. Never panics and never fails: every outcome,
-    /// including a panic inside the tool, becomes a [`DispatchResult`].
+    /// Opens the workspace and prepares the default surface's tools (the
+    /// `agent-tools` surface) that the config allows.
+    pub fn new(config: Config) -> Result<Self, StartupError> {
+        Self::with_surface(config, DefaultSurface)
+    }
+
+    /// Opens the workspace and prepares `surface`'s tools that the config
+    /// allows.
+    pub fn with_surface<S: Surface>(config: Config, surface: S) -> Result<Self, StartupError> {
+        let state = surface.open(&config)?;
+        let tools = surface.tools();
+        let all_names = tools.iter().map(ToolDef::name).collect();
+        let offered = tools
+            .into_iter()
+            .filter(|def| !(config.read_only() && def.spec().mutating()))
+            .map(|def| {
+                let schema = Value::Object((**def.validation_schema()).clone());
+                let validator = jsonschema::validator_for(&schema).map_err(|err| {
+                    StartupError::InvalidSchema {
+                        tool: def.name(),
+                        message: err.to_string(),
+                    }
+                })?;
+                Ok(Offered { def, validator })
+            })
+            .collect::<Result<Vec<_>, StartupError>>()?;
+        let specs = offered.iter().map(|tool| tool.def.spec().clone()).collect();
+        let session = surface.new_session();
+        Ok(AgentTools {
+            bound: Box::new(Bound {
+                surface,
+                state,
+                config,
+                offered,
+                specs,
+                all_names,
+                session,
+            }),
+        })
+    }
+
+    /// The default surface's tools offered in a mode: all of them, or only
+    /// the read-only ones. Listing and dispatch both go through the same
+    /// filter, so what is advertised and what can be called are always the
+    /// same set.
+    pub fn surface_for(read_only: bool) -> Vec<ToolSpec> {
+        crate::surface::offered_specs(&DefaultSurface, read_only)
+    }
+
+    /// The tools this instance offers, in a stable order.
+    pub fn list_tools(&self) -> Vec<ToolSpec> {
+        self.bound.specs().to_vec()
+    }
+
+    /// The frozen configuration.
+    pub fn config(&self) -> &Config {
+        self.bound.config()
+    }
+
+    /// The surface's name.
+    pub fn surface_name(&self) -> &'static str {
+        self.bound.surface_name()
+    }
+
+    /// What the surface tells a client about its tools as a whole.
+    pub fn instructions(&self) -> &'static str {
+        self.bound.instructions()
+    }
+
+    /// A new session (for one connection) of the surface.
+    pub fn new_session(&self) -> Session {
+        self.bound.new_session()
+    }
+
+    /// Runs one tool call and returns its text. Never panics and never
+    /// fails: every outcome, including a panic inside the tool, becomes a
+    /// [`DispatchResult`]. [`dispatch`](Self::dispatch) gives the outcome
+    /// with all its items.
     pub fn call(&self, name: &str, args: Value) -> DispatchResult {
         self.call_with(name, args, &CallContext::default())
     }
 
     /// Like [`call`](Self::call), with a context (for cancellation).
     pub fn call_with(&self, name: &str, args: Value, call: &CallContext) -> DispatchResult {
-        // 1. Look up in the surface: hidden tools do not exist.
-        let Some(index) = self.surface.iter().position(|tool| tool.def.name() == name) else {
-            let why = if self.services.config.read_only()
-                && crate::tools::all().iter().any(|t| t.name() == name)
-            {
+        self.dispatch(name, args, call).into_dispatch_result()
+    }
+
+    /// Runs one tool call: look up, validate, run, bound, render. Never
+    /// panics; every outcome is a [`CallOutcome`] as the surface renders it.
+    pub fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome {
+        self.bound.dispatch(name, args, call)
+    }
+
+    /// Renders a failure met outside the pipeline (a request a transport
+    /// could not read, a call cancelled before it started) the way the
+    /// surface renders its own.
+    pub fn render_failure(
+        &self,
+        tool: &str,
+        stage: Stage,
+        error: ToolError,
+        cancelled: bool,
+    ) -> CallOutcome {
+        self.bound.fail(tool, stage, error, cancelled)
+    }
+}
+
+/// A surface with its state, behind a trait object so that [`AgentTools`]
+/// is one type whatever the surface.
+trait Pipeline: Send + Sync {
+    fn config(&self) -> &Config;
+    fn surface_name(&self) -> &'static str;
+    fn instructions(&self) -> &'static str;
+    fn specs(&self) -> &[ToolSpec];
+    fn new_session(&self) -> Session;
+    fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome;
+    fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome;
+}
+
+/// A tool in the offered set, with its compiled argument validator.
+struct Offered<State> {
+    def: ToolDef<State>,
+    validator: jsonschema::Validator,
+}
+
+struct Bound<S: Surface> {
+    surface: S,
+    state: S::State,
+    config: Config,
+    offered: Vec<Offered<S::State>>,
+    specs: Vec<ToolSpec>,
+    /// Every tool of the surface, offered or hidden by read-only mode.
+    all_names: Vec<&'static str>,
+    /// The session of calls that bring none.
+    session: Session,
+}
+
+impl<S: Surface> Pipeline for Bound<S> {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn surface_name(&self) -> &'static str {
+        self.surface.name()
+    }
+
+    fn instructions(&self) -> &'static str {
+        self.surface.instructions()
+    }
+
+    fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    fn new_session(&self) -> Session {
+        self.surface.new_session()
+    }
+
+    fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome {
+        if cancelled {
+            // A call the caller gave up on failed because it was told to:
+            // not worth an error line in the log.
+            tracing::debug!(tool, detail = error.detail(), "call cancelled");
+        } else if error.code() == ErrorCode::Internal {
+            tracing::error!(tool, detail = error.detail(), "internal error");
+        }
+        self.surface.render_error(Failure {
+            tool,
+            stage,
+            error,
+            cancelled,
+        })
+    }
+
+    fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome {
+        // 1. Look up in the offered set: hidden tools do not exist.
+        let Some(tool) = self.offered.iter().find(|tool| tool.def.name() == name) else {
+            let why = if self.config.read_only() && self.all_names.contains(&name) {
                 format!("tool {name:?} is not available in read-only mode")
             } else {
                 format!("unknown tool {name:?}")
             };
-            return DispatchResult::from_error(&ToolError::new(ErrorCode::NotFound, why));
+            return self.fail(
+                name,
+                Stage::Lookup,
+                ToolError::new(ErrorCode::NotFound, why),
+                false,
+            );
         };
-        let tool = &self.surface[index];
 
         // 2. Validate, with defaults filled in.
         let mut args = match args {
@@ -102,11 +236,14 @@ impl AgentTools {
             other => other,
         };
         let Value::Object(object) = &mut args else {
-            return DispatchResult::from_error(&ToolError::invalid_input(format!(
-                "{name}: arguments must be a JSON object"
-            )));
+            return self.fail(
+                name,
+                Stage::Validation,
+                ToolError::invalid_input(format!("{name}: arguments must be a JSON object")),
+                false,
+            );
         };
-        fill_defaults(object, tool.def.input_schema());
+        fill_defaults(object, tool.def.validation_schema());
         let problems: Vec<String> = tool
             .validator
             .iter_errors(&args)
@@ -121,45 +258,65 @@ impl AgentTools {
             })
             .collect();
         if !problems.is_empty() {
-            return DispatchResult::from_error(&ToolError::invalid_input(format!(
-                "{name}: invalid arguments: {}",
-                problems.join("; ")
-            )));
+            return self.fail(
+                name,
+                Stage::Validation,
+                ToolError::invalid_input(format!(
+                    "{name}: invalid arguments: {}",
+                    problems.join("; ")
+                )),
+                false,
+            );
         }
 
-        // 3. Run; a panic is an internal error and leaves the tools usable.
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            tool.def.run(&self.services, args, call)
-        }))
-        .unwrap_or_else(|panic| {
-            let detail = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a tool panicked".into());
-            Err(ToolError::internal(format!("{name} panicked: {detail}")))
-        });
+        // 3. Run, in the caller's session or else the instance's; a panic
+        // is an internal error and leaves the tools usable.
+        let in_own_session;
+        let call = if !call.session.is_set() && self.session.is_set() {
+            in_own_session = CallContext {
+                cancel: call.cancel.clone(),
+                session: self.session.clone(),
+            };
+            &in_own_session
+        } else {
+            call
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| tool.def.run(&self.state, args, call)))
+            .unwrap_or_else(|panic| {
+                let detail = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a tool panicked".into());
+                Err(ToolError::internal(format!("{name} panicked: {detail}")))
+            });
 
-        // 4 and 5. Bound and serialize.
+        // 4 and 5. Bound and render.
         match outcome {
-            Ok(text) if tool.def.bounded() => DispatchResult {
-                is_error: false,
-                text,
-            },
-            Ok(text) => DispatchResult {
-                is_error: false,
-                text: bound_output(text, self.services.config.max_output_bytes()),
-            },
-            // A call the caller gave up on failed because it was told to:
-            // not worth an error line in the log.
-            Err(err) if call.cancel.is_cancelled() => {
-                tracing::debug!(tool = name, detail = err.detail(), "call cancelled");
-                DispatchResult {
-                    is_error: true,
-                    text: err.to_envelope_value().to_string(),
+            Ok(mut reply) => {
+                if !tool.def.spec().bounded() {
+                    bound_reply(&mut reply, self.config.max_output_bytes());
                 }
+                CallOutcome::from_reply(reply)
             }
-            Err(err) => DispatchResult::from_error(&err),
+            Err(err) => {
+                let cancelled = call.cancel.is_cancelled();
+                self.fail(name, Stage::Run, err, cancelled)
+            }
+        }
+    }
+}
+
+/// Cuts the text items of `reply` to `max` bytes in all, in order: each
+/// item past the budget is cut to what remains, with a note.
+fn bound_reply(reply: &mut Reply, max: usize) {
+    let mut left = max;
+    for item in &mut reply.content {
+        if let Content::Text(text) = item {
+            if text.len() > left {
+                *text = bound_output(std::mem::take(text), left);
+            }
+            left = left.saturating_sub(text.len());
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The tool registry: each tool's name, description, JSON Schema, whether it
-//! mutates, whether it bounds its own output, and its handler.
+//! Tool definitions: what a tool is called, how it presents itself to
+//! clients ([`ToolSpec`]), and what runs it ([`ToolDef`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -10,69 +10,90 @@ use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::dispatch::CallContext;
+use crate::context::CallContext;
+use crate::result::Reply;
+use crate::schema;
 use crate::services::Services;
 
-type Handler = dyn Fn(&Services, Value, &CallContext) -> ToolResult<String> + Send + Sync;
+/// The four MCP tool annotations. They are hints for the client and the
+/// model (which calls to confirm, which to retry), and are set truthfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Hints {
+    /// The tool changes nothing.
+    pub read_only: bool,
+    /// The tool may overwrite or delete what exists (meaningful when not
+    /// read-only).
+    pub destructive: bool,
+    /// Repeating a call with the same arguments changes nothing more
+    /// (meaningful when not read-only).
+    pub idempotent: bool,
+    /// The tool reaches beyond the workspace (a shell command can reach
+    /// anything).
+    pub open_world: bool,
+}
 
-/// One tool: what it is called, how it describes itself, and what runs it.
-#[derive(Clone)]
-pub struct ToolDef {
+impl Hints {
+    /// A tool that only reads the workspace.
+    pub const READ: Hints = Hints {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// A tool that replaces content wholesale: destructive, and the same
+    /// call twice leaves what one call leaves.
+    pub const OVERWRITE: Hints = Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+        open_world: false,
+    };
+    /// A tool that changes content relative to what is there: destructive,
+    /// and a second call acts again (or fails).
+    pub const EDIT: Hints = Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+    };
+    /// A tool that only adds (creates what is missing): not destructive,
+    /// and repeating it changes nothing more.
+    pub const ADD: Hints = Hints {
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+    /// A tool that runs arbitrary commands.
+    pub const RUN: Hints = Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
+    };
+}
+
+/// How a tool presents itself: name, title, description, argument schema
+/// and hints. Cheap to clone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
     name: &'static str,
+    title: &'static str,
     description: &'static str,
     input_schema: Arc<Map<String, Value>>,
-    mutating: bool,
+    hints: Hints,
     bounded: bool,
-    handler: Arc<Handler>,
 }
 
-impl fmt::Debug for ToolDef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolDef")
-            .field("name", &self.name)
-            .field("mutating", &self.mutating)
-            .field("bounded", &self.bounded)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ToolDef {
-    /// Defines a tool whose arguments are `A`: the schema is generated from
-    /// `A`, and the handler receives `A` already checked against it.
-    pub(crate) fn typed<A>(
-        name: &'static str,
-        description: &'static str,
-        mutating: bool,
-        run: fn(&Services, A, &CallContext) -> ToolResult<String>,
-    ) -> ToolDef
-    where
-        A: DeserializeOwned + JsonSchema + 'static,
-    {
-        let handler = move |services: &Services, args: Value, call: &CallContext| {
-            let args: A = serde_json::from_value(args)
-                .map_err(|err| ToolError::invalid_input(format!("{name}: {err}")))?;
-            run(services, args, call)
-        };
-        ToolDef {
-            name,
-            description,
-            input_schema: Arc::new(schema_of::<A>()),
-            mutating,
-            bounded: false,
-            handler: Arc::new(handler),
-        }
-    }
-
-    /// Marks the tool as capping its own output, so dispatch does not cut it.
-    #[allow(dead_code)] // the bash tool bounds its own output
-    pub(crate) fn bounding_itself(mut self) -> ToolDef {
-        self.bounded = true;
-        self
-    }
-
+impl ToolSpec {
     /// The tool's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// A short human-readable title.
+    pub fn title(&self) -> &'static str {
+        self.title
     }
 
     /// What the tool does, written for the model that calls it.
@@ -80,28 +101,128 @@ impl ToolDef {
         self.description
     }
 
-    /// The JSON Schema (an object schema) of the tool's arguments.
+    /// The advertised JSON Schema (an object schema in the portable subset,
+    /// see [`crate::schema`]) of the tool's arguments.
     pub fn input_schema(&self) -> &Arc<Map<String, Value>> {
         &self.input_schema
     }
 
+    /// The tool's annotations.
+    pub fn hints(&self) -> Hints {
+        self.hints
+    }
+
     /// Whether the tool changes files or runs commands.
     pub fn mutating(&self) -> bool {
-        self.mutating
+        !self.hints.read_only
     }
 
     /// Whether the tool caps its own output.
     pub fn bounded(&self) -> bool {
         self.bounded
     }
+}
 
-    pub(crate) fn run(
-        &self,
-        services: &Services,
-        args: Value,
-        call: &CallContext,
-    ) -> ToolResult<String> {
-        (self.handler)(services, args, call)
+type Handler<S> = dyn Fn(&S, Value, &CallContext) -> ToolResult<Reply> + Send + Sync;
+
+/// One tool of a surface whose tools work with state `S` (the default
+/// surface's is [`Services`]): its [`ToolSpec`], the schema its arguments
+/// are validated against, and its handler.
+pub struct ToolDef<S = Services> {
+    spec: ToolSpec,
+    validation_schema: Arc<Map<String, Value>>,
+    handler: Arc<Handler<S>>,
+}
+
+impl<S> Clone for ToolDef<S> {
+    fn clone(&self) -> Self {
+        ToolDef {
+            spec: self.spec.clone(),
+            validation_schema: self.validation_schema.clone(),
+            handler: self.handler.clone(),
+        }
+    }
+}
+
+impl<S> fmt::Debug for ToolDef<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("name", &self.spec.name)
+            .field("hints", &self.spec.hints)
+            .field("bounded", &self.spec.bounded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: 'static> ToolDef<S> {
+    /// Defines a tool whose arguments are `A`: the schema is generated from
+    /// `A` (advertised in its portable form), and the handler receives `A`
+    /// already checked against it. Until [`titled`](Self::titled) says
+    /// otherwise, the title is the name and the hints are
+    /// [`Hints::READ`] or [`Hints::EDIT`] as `mutating` says.
+    pub fn typed<A, R>(
+        name: &'static str,
+        description: &'static str,
+        mutating: bool,
+        run: fn(&S, A, &CallContext) -> ToolResult<R>,
+    ) -> ToolDef<S>
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: Into<Reply> + 'static,
+    {
+        let handler = move |state: &S, args: Value, call: &CallContext| {
+            let args: A = serde_json::from_value(args)
+                .map_err(|err| ToolError::invalid_input(format!("{name}: {err}")))?;
+            run(state, args, call).map(Into::into)
+        };
+        let generated = schema_of::<A>();
+        ToolDef {
+            spec: ToolSpec {
+                name,
+                title: name,
+                description,
+                input_schema: Arc::new(schema::portable(&generated)),
+                hints: if mutating { Hints::EDIT } else { Hints::READ },
+                bounded: false,
+            },
+            validation_schema: Arc::new(generated),
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// Sets the title and the annotations.
+    pub fn titled(mut self, title: &'static str, hints: Hints) -> ToolDef<S> {
+        self.spec.title = title;
+        self.spec.hints = hints;
+        self
+    }
+
+    /// Marks the tool as capping its own output, so the pipeline does not
+    /// cut it.
+    pub fn bounding_itself(mut self) -> ToolDef<S> {
+        self.spec.bounded = true;
+        self
+    }
+
+    /// How the tool presents itself.
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// The schema the arguments are validated against: the generated one,
+    /// which also takes `null` for an optional field (meaning absent).
+    pub fn validation_schema(&self) -> &Arc<Map<String, Value>> {
+        &self.validation_schema
+    }
+
+    /// Runs the handler on arguments that passed validation.
+    pub fn run(&self, state: &S, args: Value, call: &CallContext) -> ToolResult<Reply> {
+        (self.handler)(state, args, call)
     }
 }
 

@@ -3,9 +3,9 @@
 
 use agent_tools_fs::FileTools;
 
-use crate::Config;
+use crate::config::Config;
 
-/// The back-ends shared by every call.
+/// The default surface's state: the back-ends shared by every call.
 #[derive(Debug)]
 pub struct Services {
     pub(crate) config: Config,

@@ -3,11 +3,15 @@
 //! Anything that implements [`ToolSet`] can be served; [`agent_tools::AgentTools`]
 //! does. Each `tools/call` runs on a thread of its own, at most
 //! [`ServerLimits::max_concurrent_calls`] at once, so calls proceed in
-//! parallel and a long command never stalls the protocol. A tool's failure is
-//! a normal result with `isError: true` whose text is the JSON error envelope,
-//! never a JSON-RPC error, so the model always sees why. An unknown tool is
-//! answered the same way, with `not_found`. When the client cancels a request
-//! (`notifications/cancelled`), the call's [`CancelToken`] is set.
+//! parallel and a long command never stalls the protocol. A call's outcome is
+//! mapped item by item ([`to_call_tool_response`]): text, image and audio
+//! items as such, a binary blob as an embedded resource with its base64
+//! bytes and MIME type, and a protocol error as a JSON-RPC error response.
+//! On the default surface every failure is a result with `isError: true`
+//! whose text is the JSON error envelope, so the model always sees why. When
+//! the client cancels a request (`notifications/cancelled`), the call's
+//! [`CancelToken`] is set. Each server (one connection) has one session of
+//! the surface, shared by its calls.
 //!
 //! ```no_run
 //! use agent_tools::{AgentTools, Config};
@@ -24,11 +28,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use agent_tools::{AgentTools, CallContext, CancelToken, DispatchResult};
+use agent_tools::{
+    AgentTools, CallContext, CallOutcome, CancelToken, Cause, Content, Hints, ResourceBody,
+    Session, Stage, SurfaceChoice, ToolError,
+};
+use data_encoding::BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ResourceContents, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -44,20 +52,42 @@ use transport::{Flow, FramedStdio};
 pub struct ToolInfo {
     /// The tool's name.
     pub name: Cow<'static, str>,
+    /// A short human-readable title.
+    pub title: Cow<'static, str>,
     /// What it does, for the model.
     pub description: Cow<'static, str>,
     /// The JSON Schema of its arguments (an object schema).
     pub input_schema: Arc<Map<String, Value>>,
-    /// True when the tool changes nothing.
-    pub read_only: bool,
+    /// Its annotations.
+    pub hints: Hints,
 }
 
 /// A set of tools the server can offer and call.
 pub trait ToolSet: Send + Sync + 'static {
     /// The tools offered, in a stable order.
     fn tools(&self) -> Vec<ToolInfo>;
-    /// Runs one call. Must not panic; unknown names are a `not_found` result.
-    fn call(&self, name: &str, args: Value, call: &CallContext) -> DispatchResult;
+    /// Runs one call. Must not panic; unknown names are a failed outcome.
+    fn call(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome;
+    /// What the server tells the client about the tools as a whole.
+    fn instructions(&self) -> Cow<'static, str> {
+        Cow::Borrowed("")
+    }
+    /// A new session, for one connection.
+    fn new_session(&self) -> Session {
+        Session::default()
+    }
+    /// A call the transport could not even hand over (its arguments are
+    /// not an object, its request is too long or cannot be read), rendered
+    /// as the tool set renders its own failures. By default, the JSON
+    /// error envelope as text.
+    fn reject(&self, error: ToolError, cancelled: bool) -> CallOutcome {
+        let cause = if cancelled {
+            Cause::Cancelled
+        } else {
+            Cause::Error(error.code())
+        };
+        CallOutcome::error_text(error.to_envelope_value().to_string(), cause)
+    }
 }
 
 impl ToolSet for AgentTools {
@@ -66,23 +96,78 @@ impl ToolSet for AgentTools {
             .into_iter()
             .map(|tool| ToolInfo {
                 name: Cow::Borrowed(tool.name()),
+                title: Cow::Borrowed(tool.title()),
                 description: Cow::Borrowed(tool.description()),
                 input_schema: tool.input_schema().clone(),
-                read_only: !tool.mutating(),
+                hints: tool.hints(),
             })
             .collect()
     }
 
-    fn call(&self, name: &str, args: Value, call: &CallContext) -> DispatchResult {
-        self.call_with(name, args, call)
+    fn call(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome {
+        self.dispatch(name, args, call)
+    }
+
+    fn instructions(&self) -> Cow<'static, str> {
+        Cow::Borrowed(AgentTools::instructions(self))
+    }
+
+    fn new_session(&self) -> Session {
+        AgentTools::new_session(self)
+    }
+
+    fn reject(&self, error: ToolError, cancelled: bool) -> CallOutcome {
+        self.render_failure("", Stage::Validation, error, cancelled)
     }
 }
+
+/// Every surface the server can serve, the default (`agent-tools`) first.
+pub fn surfaces() -> Vec<SurfaceChoice> {
+    vec![SurfaceChoice::of::<agent_tools::DefaultSurface>()]
+}
+
+/// The surface called `name`; when there is none, an error naming the
+/// known ones.
+pub fn surface(name: &str) -> Result<SurfaceChoice, UnknownSurface> {
+    let known = surfaces();
+    known
+        .iter()
+        .find(|choice| choice.name() == name)
+        .copied()
+        .ok_or_else(|| UnknownSurface {
+            name: name.to_string(),
+            known: known.iter().map(SurfaceChoice::name).collect(),
+        })
+}
+
+/// A surface name that is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSurface {
+    /// The name asked for.
+    pub name: String,
+    /// The names known.
+    pub known: Vec<&'static str>,
+}
+
+impl std::fmt::Display for UnknownSurface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown surface {:?}; the known surfaces are: {} (see `agent-tools surfaces`)",
+            self.name,
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownSurface {}
 
 /// The MCP server for a tool set.
 pub struct McpServer<T: ToolSet> {
     tools: Arc<T>,
     listed: Arc<Vec<Tool>>,
     flow: Arc<Flow>,
+    session: Session,
 }
 
 impl<T: ToolSet> Clone for McpServer<T> {
@@ -91,6 +176,7 @@ impl<T: ToolSet> Clone for McpServer<T> {
             tools: self.tools.clone(),
             listed: self.listed.clone(),
             flow: self.flow.clone(),
+            session: self.session.clone(),
         }
     }
 }
@@ -107,17 +193,24 @@ impl<T: ToolSet> McpServer<T> {
             .tools()
             .into_iter()
             .map(|info| {
-                Tool::new(info.name, info.description, info.input_schema).annotate(
-                    ToolAnnotations::new()
-                        .read_only(info.read_only)
-                        .open_world(false),
-                )
+                let hints = info.hints;
+                Tool::new(info.name, info.description, info.input_schema)
+                    .with_title(info.title.clone())
+                    .annotate(
+                        ToolAnnotations::with_title(info.title)
+                            .read_only(hints.read_only)
+                            .destructive(hints.destructive)
+                            .idempotent(hints.idempotent)
+                            .open_world(hints.open_world),
+                    )
             })
             .collect();
+        let session = tools.new_session();
         McpServer {
             tools: Arc::new(tools),
             listed: Arc::new(listed),
             flow: Flow::new(limits),
+            session,
         }
     }
 
@@ -128,14 +221,51 @@ impl<T: ToolSet> McpServer<T> {
     }
 }
 
-/// What a dispatch result looks like on the wire: one text content, and
-/// `isError` as the result says.
-pub fn to_call_tool_result(result: DispatchResult) -> CallToolResult {
-    let content = vec![ContentBlock::text(result.text)];
-    if result.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
+/// A call's outcome on the wire: a `tools/call` result whose items map one
+/// to one (text, image, audio; a resource embedded with its text or its
+/// base64 blob and MIME type), or a JSON-RPC error response.
+pub fn to_call_tool_response(outcome: CallOutcome) -> Result<CallToolResponse, ErrorData> {
+    to_call_tool_result(outcome).map(Into::into)
+}
+
+/// [`to_call_tool_response`], with the result as its own type.
+pub fn to_call_tool_result(outcome: CallOutcome) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        CallOutcome::Result(result) => {
+            let content = result.content.into_iter().map(content_block).collect();
+            Ok(if result.is_error {
+                CallToolResult::error(content)
+            } else {
+                CallToolResult::success(content)
+            })
+        }
+        CallOutcome::Protocol(error) => Err(ErrorData::new(
+            rmcp::model::ErrorCode(error.code.clamp(i32::MIN.into(), i32::MAX.into()) as i32),
+            error.message,
+            None,
+        )),
+    }
+}
+
+fn content_block(item: Content) -> ContentBlock {
+    match item {
+        Content::Text(text) => ContentBlock::text(text),
+        Content::Image { data, mime_type } => ContentBlock::image(BASE64.encode(&data), mime_type),
+        Content::Audio { data, mime_type } => ContentBlock::audio(BASE64.encode(&data), mime_type),
+        Content::Resource {
+            uri,
+            mime_type,
+            body,
+        } => {
+            let contents = match body {
+                ResourceBody::Text(text) => ResourceContents::text(text, uri),
+                ResourceBody::Blob(bytes) => ResourceContents::blob(BASE64.encode(&bytes), uri),
+            };
+            ContentBlock::resource(match mime_type {
+                Some(mime_type) => contents.with_mime_type(mime_type),
+                None => contents,
+            })
+        }
     }
 }
 
@@ -146,11 +276,7 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                 "agent-tools",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(
-                "File and shell tools confined to one workspace folder. Paths are relative to the \
-                 workspace root (or absolute inside it). Failures come back as a JSON envelope \
-                 {\"error\": code, \"message\": ...}; match on the code.",
-            )
+            .with_instructions(self.tools.instructions())
     }
 
     async fn list_tools(
@@ -189,17 +315,15 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
             } => slot,
         };
         let Some(slot) = slot else {
-            return Ok(to_call_tool_result(DispatchResult {
-                is_error: true,
-                // Nobody is waiting for this answer: no error line in the log.
-                text: agent_tools::ToolError::internal("call cancelled before it started")
-                    .to_envelope_value()
-                    .to_string(),
-            })
-            .into());
+            // Nobody is waiting for this answer: no error line in the log.
+            return to_call_tool_response(self.tools.reject(
+                ToolError::internal("call cancelled before it started"),
+                true,
+            ));
         };
         let call = CallContext {
             cancel: CancelToken::new(),
+            session: self.session.clone(),
         };
         let cancel = call.cancel.clone();
         let tools = self.tools.clone();
@@ -218,11 +342,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                 drop(slot);
             });
         let result = match spawned {
-            Err(err) => DispatchResult {
-                is_error: true,
-                text: agent_tools::ToolError::internal(format!("cannot start a thread: {err}"))
-                    .to_envelope(),
-            },
+            Err(err) => self.tools.reject(
+                ToolError::internal(format!("cannot start a thread: {err}")),
+                false,
+            ),
             Ok(_) => {
                 tokio::pin!(result);
                 tokio::select! {
@@ -233,14 +356,15 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                         result.await
                     }
                 }
-                .unwrap_or_else(|_| DispatchResult {
-                    is_error: true,
-                    text: agent_tools::ToolError::internal("the tool call ended without a result")
-                        .to_envelope(),
+                .unwrap_or_else(|_| {
+                    self.tools.reject(
+                        ToolError::internal("the tool call ended without a result"),
+                        false,
+                    )
                 })
             }
         };
-        Ok(to_call_tool_result(result).into())
+        to_call_tool_response(result)
     }
 }
 
@@ -263,7 +387,9 @@ pub async fn serve_stdio_with<T: ToolSet>(
     // Pipes (how MCP clients start servers) go through the non-blocking
     // reactor; anything else falls back to the blocking standard streams.
     let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = FramedStdio::new(read, write, flow.clone());
+    let tools = server.tools.clone();
+    let reject = move |error| tools.reject(error, false);
+    let transport = FramedStdio::new(read, write, flow.clone(), Arc::new(reject));
     let running = server.serve(transport).await?;
     let shutdown = flow.shutdown.clone();
     tokio::select! {
@@ -276,4 +402,85 @@ pub async fn serve_stdio_with<T: ToolSet>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_tools::{CallResult, ErrorCode, ProtocolError};
+    use serde_json::json;
+
+    #[test]
+    fn every_content_item_maps_to_its_mcp_kind() {
+        let outcome = CallOutcome::Result(CallResult {
+            content: vec![
+                Content::text("hello"),
+                Content::Image {
+                    data: b"png".to_vec(),
+                    mime_type: "image/png".into(),
+                },
+                Content::Audio {
+                    data: b"wav".to_vec(),
+                    mime_type: "audio/wav".into(),
+                },
+                Content::blob("file:///a.bin", "application/octet-stream", vec![0, 255]),
+                Content::Resource {
+                    uri: "file:///a.txt".into(),
+                    mime_type: None,
+                    body: ResourceBody::Text("text".into()),
+                },
+            ],
+            is_error: false,
+            cause: None,
+        });
+        let result = to_call_tool_result(outcome).unwrap();
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            wire["content"],
+            json!([
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "cG5n", "mimeType": "image/png"},
+                {"type": "audio", "data": "d2F2", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {
+                    "uri": "file:///a.bin", "mimeType": "application/octet-stream", "blob": "AP8="
+                }},
+                // rmcp names text without a MIME type text/plain.
+                {"type": "resource", "resource": {
+                    "uri": "file:///a.txt", "mimeType": "text/plain", "text": "text"
+                }},
+            ])
+        );
+        assert_eq!(wire["isError"], json!(false));
+    }
+
+    #[test]
+    fn an_error_result_and_a_protocol_error_keep_their_shapes() {
+        let failed = CallOutcome::error_text("{}".into(), Cause::Error(ErrorCode::NotFound));
+        let wire = serde_json::to_value(to_call_tool_result(failed).unwrap()).unwrap();
+        assert_eq!(wire["isError"], json!(true));
+        assert_eq!(wire["content"], json!([{"type": "text", "text": "{}"}]));
+
+        let protocol = CallOutcome::Protocol(ProtocolError {
+            code: -32001,
+            message: "path not allowed".into(),
+            cause: Some(Cause::Error(ErrorCode::PathEscape)),
+        });
+        let error = to_call_tool_result(protocol).unwrap_err();
+        assert_eq!(error.code.0, -32001);
+        assert_eq!(error.message, "path not allowed");
+    }
+
+    #[test]
+    fn unknown_surfaces_are_refused_with_the_known_names() {
+        assert_eq!(
+            surface(agent_tools::DEFAULT_SURFACE).unwrap().name(),
+            "agent-tools"
+        );
+        let err = surface("nope").unwrap_err();
+        assert_eq!(err.known, ["agent-tools"]);
+        assert!(
+            err.to_string().contains("known surfaces are: agent-tools"),
+            "{err}"
+        );
+    }
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_tools::{ErrorCode, ToolError};
+use agent_tools::{CallOutcome, ErrorCode, ToolError};
 use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions, JsonRpcMessage};
 use rmcp::service::TxJsonRpcMessage;
@@ -202,13 +202,18 @@ pub(crate) struct FramedStdio<R> {
     out: Option<mpsc::UnboundedSender<Outgoing>>,
     writer: Option<tokio::task::JoinHandle<()>>,
     flow: Arc<Flow>,
+    reject: Arc<Reject>,
 }
+
+/// How the tool set renders a call the transport could not hand over.
+pub(crate) type Reject = dyn Fn(ToolError) -> CallOutcome + Send + Sync;
 
 impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(
         read: R,
         write: W,
         flow: Arc<Flow>,
+        reject: Arc<Reject>,
     ) -> Self {
         let (out, queue) = mpsc::unbounded_channel();
         let writer = tokio::spawn(write_loop(write, queue, flow.clone()));
@@ -219,6 +224,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
             out: Some(out),
             writer: Some(writer),
             flow,
+            reject,
         }
     }
 
@@ -289,15 +295,14 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
         }));
     }
 
+    /// Answers a `tools/call` that never reached the tool set, as the tool
+    /// set renders a failure.
     fn reply_tool_error(&self, id: Value, error: ToolError) {
-        self.reply(&json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "result": {
-                "content": [{"type": "text", "text": error.to_envelope()}],
-                "isError": true,
-            },
-        }));
+        let message = match crate::to_call_tool_result((self.reject)(error)) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
+        };
+        self.reply(&message);
     }
 
     /// Handles one whole line: a message for rmcp, or an answer of our own.

@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::dispatch::CallContext;
+use crate::context::CallContext;
 use crate::registry::ToolDef;
 use crate::services::Services;
 

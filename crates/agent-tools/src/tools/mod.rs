@@ -1,16 +1,172 @@
-//! The tool definitions, in the order they are listed.
+//! The default surface, `agent-tools`: nine tools (four read, five write or
+//! run) whose failures are JSON error envelopes.
 
-use crate::registry::ToolDef;
+use agent_tools_confine::{Workspace, WorkspaceError};
+use agent_tools_error::ErrorCode;
+use agent_tools_fs::FileTools;
+
+use crate::config::{Config, StartupError};
+use crate::registry::{Hints, ToolDef};
+use crate::result::CallOutcome;
+use crate::services::Services;
+use crate::surface::{Failure, Surface};
 
 mod bash;
 mod files;
 mod patch;
 
-/// Every tool, read-only ones first.
+/// The default surface: `read_file`, `list_dir`, `glob`, `grep`,
+/// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`. Success
+/// is the tool's text (bash's a JSON object); every failure is one text item
+/// holding the JSON envelope `{"error": code, "message": ...}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultSurface;
+
+/// The default surface's name.
+pub const DEFAULT_SURFACE: &str = "agent-tools";
+
+/// Each tool's title and hints, side by side so that their truth can be
+/// checked at a glance (a test checks the table covers every tool).
+const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
+    ("read_file", "Read file", Hints::READ),
+    ("list_dir", "List directory", Hints::READ),
+    ("glob", "Find files by glob", Hints::READ),
+    ("grep", "Search file contents", Hints::READ),
+    // The same content written twice leaves the same file.
+    ("write_file", "Write file", Hints::OVERWRITE),
+    // A second identical edit finds its old text gone, or edits again.
+    ("edit_file", "Edit file", Hints::EDIT),
+    ("multi_edit", "Edit file in several steps", Hints::EDIT),
+    ("apply_patch", "Apply patch", Hints::EDIT),
+    ("bash", "Run shell command", Hints::RUN),
+];
+
+impl Surface for DefaultSurface {
+    type State = Services;
+
+    fn name(&self) -> &'static str {
+        DEFAULT_SURFACE
+    }
+
+    fn summary(&self) -> &'static str {
+        "the nine agent-tools tools (read_file, list_dir, glob, grep, write_file, edit_file, \
+         multi_edit, apply_patch, bash), paths relative to one workspace root, errors as JSON \
+         envelopes with stable codes"
+    }
+
+    fn instructions(&self) -> &'static str {
+        "File and shell tools confined to one workspace folder. Paths are relative to the \
+         workspace root (or absolute inside it). Failures come back as a JSON envelope \
+         {\"error\": code, \"message\": ...}; match on the code."
+    }
+
+    fn open(&self, config: &Config) -> Result<Services, StartupError> {
+        let workspace =
+            Workspace::open(config.root(), config.confinement()).map_err(|err| match err {
+                WorkspaceError::Missing { root, source } => {
+                    StartupError::RootMissing { root, source }
+                }
+                WorkspaceError::NotADirectory { root } => StartupError::RootNotADirectory { root },
+            })?;
+        let files = FileTools::new(workspace, config.limits());
+        Ok(Services {
+            config: config.clone(),
+            files,
+        })
+    }
+
+    fn tools(&self) -> Vec<ToolDef<Services>> {
+        all()
+    }
+
+    fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+        let cause = failure.cause();
+        // Every code is an envelope on this surface; the match is spelled
+        // out so that a new code is a decision here, not a silent default.
+        match failure.error.code() {
+            ErrorCode::InvalidInput
+            | ErrorCode::NotFound
+            | ErrorCode::NotAFile
+            | ErrorCode::IsBinary
+            | ErrorCode::NoMatch
+            | ErrorCode::AmbiguousMatch
+            | ErrorCode::PatchFailed
+            | ErrorCode::Timeout
+            | ErrorCode::OutputLimit
+            | ErrorCode::TooLarge
+            | ErrorCode::PathEscape
+            | ErrorCode::IoError
+            | ErrorCode::Internal => {
+                CallOutcome::error_text(failure.error.to_envelope_value().to_string(), cause)
+            }
+        }
+    }
+}
+
+/// Every tool, read-only ones first, with its title and hints.
 pub(crate) fn all() -> Vec<ToolDef> {
     let mut tools = files::read_tools();
     tools.extend(files::write_tools());
     tools.push(patch::apply_patch_tool());
     tools.push(bash::bash_tool());
     tools
+        .into_iter()
+        .map(|tool| {
+            match TITLES_AND_HINTS
+                .iter()
+                .find(|(name, _, _)| *name == tool.name())
+            {
+                Some((_, title, hints)) => tool.titled(title, *hints),
+                None => tool,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_title_and_hints_and_every_entry_a_tool() {
+        let tools = all();
+        let names: Vec<_> = tools.iter().map(ToolDef::name).collect();
+        let listed: Vec<_> = TITLES_AND_HINTS.iter().map(|(name, _, _)| *name).collect();
+        assert_eq!(names, listed);
+        for tool in &tools {
+            assert_ne!(
+                tool.spec().title(),
+                tool.name(),
+                "{} has no title",
+                tool.name()
+            );
+        }
+    }
+
+    #[test]
+    fn hints_say_what_each_tool_does() {
+        let hints = |name: &str| {
+            all()
+                .into_iter()
+                .find(|t| t.name() == name)
+                .map(|t| t.spec().hints())
+                .unwrap()
+        };
+        for name in ["read_file", "list_dir", "glob", "grep"] {
+            assert!(hints(name).read_only, "{name}");
+            assert!(!hints(name).open_world, "{name}");
+        }
+        let write = hints("write_file");
+        assert!(!write.read_only && write.destructive && write.idempotent);
+        for name in ["edit_file", "multi_edit", "apply_patch"] {
+            let edit = hints(name);
+            assert!(
+                !edit.read_only && edit.destructive && !edit.idempotent,
+                "{name}"
+            );
+            assert!(!edit.open_world, "{name}");
+        }
+        let bash = hints("bash");
+        assert!(!bash.read_only && bash.destructive && !bash.idempotent && bash.open_world);
+    }
 }

@@ -8,7 +8,9 @@ use std::path::Path;
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_fs::{Expected, FileStamp};
-use agent_tools_patch::{FileStore, Operation, Patch, PatchError, StoreError};
+use agent_tools_patch::{
+    ErrorKind as PatchErrorKind, FileStore, Operation, Patch, PatchError, StoreError,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -143,9 +145,16 @@ fn summarize(patch: &Patch, report: &str) -> String {
 }
 
 fn patch_error(err: &PatchError) -> ToolError {
-    let code: ErrorCode =
-        serde_json::from_value(serde_json::Value::String(err.kind().code().to_string()))
-            .unwrap_or(ErrorCode::IoError);
+    let code = match err.kind() {
+        PatchErrorKind::InvalidInput => ErrorCode::InvalidInput,
+        PatchErrorKind::PatchFailed => ErrorCode::PatchFailed,
+        PatchErrorKind::NotFound => ErrorCode::NotFound,
+        PatchErrorKind::NotAFile => ErrorCode::NotAFile,
+        PatchErrorKind::IsBinary => ErrorCode::IsBinary,
+        PatchErrorKind::TooLarge => ErrorCode::TooLarge,
+        PatchErrorKind::PathEscape => ErrorCode::PathEscape,
+        PatchErrorKind::Io => ErrorCode::IoError,
+    };
     ToolError::new(code, err.to_string())
 }
 

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_tools::{AgentTools, Config, Confinement, Launcher};
+use agent_tools::{AgentTools, Config, Confinement, DEFAULT_SURFACE, Launcher, SurfaceChoice};
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -34,16 +34,24 @@ enum Command {
         #[arg(default_value = "{}")]
         args: String,
     },
-    /// Print every tool with its JSON Schema.
+    /// Print every tool with its title, hints and JSON Schema.
     Tools {
         /// Only the tools offered in read-only mode.
         #[arg(long)]
         read_only: bool,
+        /// The tool surface to list (see `agent-tools surfaces`).
+        #[arg(long, value_name = "NAME", default_value = DEFAULT_SURFACE)]
+        surface: String,
     },
+    /// List the tool surfaces, one a line: name, then what it is for.
+    Surfaces,
 }
 
 #[derive(Args)]
 struct WorkspaceArgs {
+    /// The tool surface to offer (see `agent-tools surfaces`).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_SURFACE)]
+    surface: String,
     /// The workspace folder the tools work in.
     #[arg(long, value_name = "DIR")]
     root: PathBuf,
@@ -69,7 +77,9 @@ struct WorkspaceArgs {
 const LAUNCHER_SUBCOMMAND: &str = "__run-command";
 
 impl WorkspaceArgs {
-    fn open(&self) -> Result<AgentTools, agent_tools::StartupError> {
+    fn open(&self) -> anyhow::Result<AgentTools> {
+        // An unknown surface is refused before anything else is looked at.
+        let surface = agent_tools_mcp::surface(&self.surface)?;
         // `/proc/self/exe` names this very binary in the child too, even if
         // the file was replaced or deleted since the server started.
         let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
@@ -85,7 +95,7 @@ impl WorkspaceArgs {
                 Confinement::Confined
             })
             .build()?;
-        AgentTools::new(config)
+        Ok(surface.open(config)?)
     }
 }
 
@@ -188,19 +198,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Tools { read_only } => {
-            let listed: Vec<Value> = AgentTools::surface_for(read_only)
+        Command::Tools { read_only, surface } => {
+            let surface = agent_tools_mcp::surface(&surface)?;
+            let listed: Vec<Value> = surface
+                .tools(read_only)
                 .iter()
                 .map(|tool| {
+                    let hints = tool.hints();
                     json!({
                         "name": tool.name(),
+                        "title": tool.title(),
                         "description": tool.description(),
                         "mutating": tool.mutating(),
+                        "annotations": {
+                            "readOnlyHint": hints.read_only,
+                            "destructiveHint": hints.destructive,
+                            "idempotentHint": hints.idempotent,
+                            "openWorldHint": hints.open_world,
+                        },
                         "input_schema": &**tool.input_schema(),
                     })
                 })
                 .collect();
             print_quietly(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Surfaces => {
+            let listing: String = agent_tools_mcp::surfaces()
+                .iter()
+                .map(|choice: &SurfaceChoice| format!("{}\t{}\n", choice.name(), choice.summary()))
+                .collect();
+            print_quietly(&listing)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,0 +1,57 @@
+//! Surfaces chosen by name at run time.
+
+use crate::config::{Config, StartupError};
+use crate::dispatch::AgentTools;
+use crate::registry::ToolSpec;
+use crate::surface::{Surface, offered_specs};
+
+/// A surface chosen by name at run time (a command line's `--surface`):
+/// its name and summary, its tool list, and a way to open it.
+#[derive(Clone, Copy)]
+pub struct SurfaceChoice {
+    name: &'static str,
+    summary: &'static str,
+    list: fn(bool) -> Vec<ToolSpec>,
+    open: fn(Config) -> Result<AgentTools, StartupError>,
+}
+
+impl std::fmt::Debug for SurfaceChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SurfaceChoice")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SurfaceChoice {
+    /// The choice of surface `S`, configured by default.
+    pub fn of<S: Surface + Default>() -> Self {
+        let surface = S::default();
+        SurfaceChoice {
+            name: surface.name(),
+            summary: surface.summary(),
+            list: |read_only| offered_specs(&S::default(), read_only),
+            open: |config| AgentTools::with_surface(config, S::default()),
+        }
+    }
+
+    /// The surface's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// What it is for.
+    pub fn summary(&self) -> &'static str {
+        self.summary
+    }
+
+    /// The tools it offers in a mode.
+    pub fn tools(&self, read_only: bool) -> Vec<ToolSpec> {
+        (self.list)(read_only)
+    }
+
+    /// Opens it on a workspace.
+    pub fn open(&self, config: Config) -> Result<AgentTools, StartupError> {
+        (self.open)(config)
+    }
+}

@@ -1,0 +1,93 @@
+//! Surfaces: named sets of tools over one engine, each with its own names,
+//! schemas, descriptions, rendering of results and mapping of errors.
+
+use agent_tools_error::ToolError;
+
+use crate::config::{Config, StartupError};
+use crate::context::Session;
+use crate::registry::{ToolDef, ToolSpec};
+use crate::result::{CallOutcome, Cause};
+
+/// Where in the pipeline a call failed, for surfaces that word each
+/// differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The tool is not offered (unknown, or hidden by read-only mode).
+    Lookup,
+    /// The arguments do not fit the tool's schema.
+    Validation,
+    /// The tool ran and failed.
+    Run,
+}
+
+/// A failed call, for the surface to render.
+#[derive(Debug)]
+pub struct Failure<'a> {
+    /// The tool's name as called.
+    pub tool: &'a str,
+    /// Where it failed.
+    pub stage: Stage,
+    /// The engine's (or the pipeline's) error.
+    pub error: ToolError,
+    /// Whether the caller had cancelled the call when it failed.
+    pub cancelled: bool,
+}
+
+impl Failure<'_> {
+    /// The typed cause: the cancellation, or the error's code.
+    pub fn cause(&self) -> Cause {
+        if self.cancelled {
+            Cause::Cancelled
+        } else {
+            Cause::Error(self.error.code())
+        }
+    }
+}
+
+/// A tool surface: the tools a model family knows, over the shared engine.
+///
+/// The pipeline ([`crate::AgentTools`]) looks a call up among
+/// [`tools`](Self::tools), validates its arguments, runs it with the state
+/// [`open`](Self::open) built, bounds its text, and hands every failure to
+/// [`render_error`](Self::render_error). A surface lives in a crate of its
+/// own (`agent-tools-surface-<name>`) that depends on this one.
+pub trait Surface: Send + Sync + 'static {
+    /// What the tools work with: the engine handles built from the config.
+    type State: Send + Sync + 'static;
+
+    /// The surface's name, as `--surface` takes it.
+    fn name(&self) -> &'static str;
+
+    /// One line saying what the surface is for.
+    fn summary(&self) -> &'static str;
+
+    /// What the server tells the client about the tools as a whole.
+    fn instructions(&self) -> &'static str;
+
+    /// Builds the state from the config (opening the workspace, say).
+    fn open(&self, config: &Config) -> Result<Self::State, StartupError>;
+
+    /// Every tool, in listing order. In read-only mode only those whose
+    /// hints say read-only are offered.
+    fn tools(&self) -> Vec<ToolDef<Self::State>>;
+
+    /// Renders a failure: as content with `isError`, or as a protocol error
+    /// where the surface's contract says so. Match on
+    /// `failure.error.code()`, exhaustively.
+    fn render_error(&self, failure: Failure<'_>) -> CallOutcome;
+
+    /// A new session: the state kept for one connection. None by default.
+    fn new_session(&self) -> Session {
+        Session::default()
+    }
+}
+
+/// The tools a surface offers in a mode, as clients see them.
+pub fn offered_specs<S: Surface>(surface: &S, read_only: bool) -> Vec<ToolSpec> {
+    surface
+        .tools()
+        .into_iter()
+        .filter(|tool| !(read_only && tool.spec().mutating()))
+        .map(|tool| tool.spec().clone())
+        .collect()
+}
