@@ -71,19 +71,13 @@ impl FileTools {
         }
         found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let lines: Vec<String> = found.into_iter().map(|(_, path)| path + "\n").collect();
-        let total = lines.len() as u64;
-        let mut out = String::new();
-        let end = page::page_lines(
-            &mut out,
+        Ok(page::render(
             lines.iter().map(String::as_str),
-            total,
             args.offset,
             args.limit,
-            self.limits().max_output_bytes.saturating_sub(note.len()),
-        );
-        out.push_str(&page::footer(total, args.offset, end));
-        out.push_str(&note);
-        Ok(out)
+            self.limits().max_output_bytes,
+            &note,
+        ))
     }
 }
 

@@ -72,18 +72,12 @@ impl FileTools {
             return Ok(empty + &note);
         }
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let total = entries.len() as u64;
-        let mut out = String::new();
-        let end = page::page_lines(
-            &mut out,
+        Ok(page::render(
             entries.iter().map(|e| e.1.as_str()),
-            total,
             args.offset,
             args.limit,
-            self.limits().max_output_bytes.saturating_sub(note.len()),
-        );
-        out.push_str(&page::footer(total, args.offset, end));
-        out.push_str(&note);
-        Ok(out)
+            self.limits().max_output_bytes,
+            &note,
+        ))
     }
 }

@@ -51,6 +51,30 @@ pub(crate) fn page_lines<'a>(
     page
 }
 
+/// One page of `lines` (each one result, ending in a newline) with its
+/// footer, then `note` (what the walk skipped), all within `budget` bytes.
+pub(crate) fn render<'a>(
+    lines: impl ExactSizeIterator<Item = &'a str>,
+    offset: u64,
+    limit: Option<u64>,
+    budget: usize,
+    note: &str,
+) -> String {
+    let total = lines.len() as u64;
+    let mut out = String::new();
+    let end = page_lines(
+        &mut out,
+        lines,
+        total,
+        offset,
+        limit,
+        budget.saturating_sub(note.len()),
+    );
+    out.push_str(&footer(total, offset, end));
+    out.push_str(note);
+    out
+}
+
 /// The footer after a page of `total` results starting at `offset`, or
 /// nothing when the page holds every result (and `total` is not 0).
 pub(crate) fn footer(total: u64, offset: u64, page: PageEnd) -> String {

@@ -44,6 +44,7 @@ pub(crate) use lines::line_numbers;
 
 use indent::{IndentMap, unit_of};
 
+pub(crate) use explain::ordinal;
 use lines::{LineTable, SplitLines};
 use near::{Inputs, Near, Sieve};
 pub(crate) use normal::is_word;

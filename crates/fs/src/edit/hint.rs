@@ -5,7 +5,7 @@
 use similar::TextDiff;
 
 use super::matching::{Context, name_lines};
-use crate::tolerant::{Candidate, Lines, line_numbers};
+use crate::tolerant::{Candidate, Lines, line_numbers, ordinal};
 
 /// Cap on the diff shown, in bytes.
 const MAX_DIFF_BYTES: usize = 1500;
@@ -89,17 +89,6 @@ pub(crate) fn no_match_notes(
     }
     notes.push(unified.trim_end().to_string());
     notes
-}
-
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 /// What differs, in words: the invisible differences the matcher named, or
