@@ -152,6 +152,12 @@ proptest! {
 
         let mut sequential = Ok(());
         for (index, (old, new, all)) in edits.iter().enumerate() {
+            // multi_edit writes new line breaks in the line ending the file
+            // had when read; edit_file can only see the file as it is now.
+            // Once an earlier edit leaves a CRLF file without any line
+            // break, the two rightly part ways: not a case to compare.
+            let now = fs::read(dir.path().join("one.txt")).unwrap();
+            prop_assume!(!(crlf && index > 0 && !now.contains(&b'\n')));
             let mut args = EditFileArgs::new("one.txt", old.as_str(), new.as_str());
             args.replace_all = *all;
             if let Err(err) = tools.edit_file(&args) {
