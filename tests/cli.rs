@@ -90,3 +90,25 @@ fn tools_prints_every_tool_with_its_schema() {
         .collect();
     assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
 }
+
+#[test]
+fn call_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("big.txt"), lines).unwrap();
+    let mut child = agent_tools()
+        .args(["call", "--root"])
+        .arg(dir.path())
+        .args(["read_file", r#"{"path":"big.txt"}"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end at once, as `| head -c0` would: every write fails
+    // with EPIPE.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}

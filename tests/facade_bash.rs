@@ -359,3 +359,72 @@ fn a_spill_folder_linked_outside_is_refused() {
         "wrote outside the root"
     );
 }
+
+#[test]
+fn heavily_escaped_output_still_fills_the_inline_budget() {
+    let sb = Sandbox::new();
+    let tools = sb.tools_with(|b| b.max_output_bytes(64 * 1024));
+    for (command, unit) in [
+        // Colour codes: each ESC is six bytes once escaped.
+        (
+            "i=0; while [ $i -lt 25000 ]; do printf '\\033[31mX\\033[0m\\n'; i=$((i+1)); done",
+            "\u{1b}[31mX\u{1b}[0m\n",
+        ),
+        // NULs: six bytes each.
+        ("head -c 100000 /dev/zero", "\0"),
+    ] {
+        let value = run(&tools, json!({"command": command}));
+        let text = value.to_string();
+        assert!(text.len() <= 64 * 1024, "{} bytes", text.len());
+        assert_eq!(value["truncated"], true);
+        let inline = value["stdout"].as_str().unwrap();
+        assert!(unit.repeat(200_000).starts_with(inline));
+        // The inline part uses most of the budget instead of a sliver of it.
+        assert!(
+            text.len() > 60 * 1024,
+            "only {} of {} bytes used; {} characters inline",
+            text.len(),
+            64 * 1024,
+            inline.len()
+        );
+    }
+}
+
+#[test]
+fn a_spill_folder_swapped_for_a_link_while_the_command_runs_is_not_followed() {
+    let sb = Sandbox::new();
+    let outside = sb.outside().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    let tools = sb.tools_with(|b| b.max_output_bytes(1024));
+    // Checked before the run, the folder is fine; the command then swaps it.
+    let command = format!(
+        "rm -rf .agent-tools; mkdir .agent-tools; ln -s '{}' .agent-tools/spill; seq 1 100000",
+        outside.display()
+    );
+    let (code, message, _) = fail(&tools, "bash", json!({ "command": command }));
+    assert_eq!(code, "path_escape", "{message}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "wrote outside the root"
+    );
+}
+
+#[test]
+fn old_spill_files_are_swept_and_others_kept() {
+    let sb = Sandbox::new();
+    sb.write(".agent-tools/spill/bash-old.stdout", "old");
+    sb.write(".agent-tools/spill/bash-new.stdout", "new");
+    sb.write(".agent-tools/spill/notes.txt", "not ours");
+    let old = std::fs::File::options()
+        .write(true)
+        .open(sb.path(".agent-tools/spill/bash-old.stdout"))
+        .unwrap();
+    old.set_modified(std::time::SystemTime::now() - Duration::from_secs(2 * 24 * 3600))
+        .unwrap();
+    let tools = sb.tools();
+    run(&tools, json!({"command": "true"}));
+    assert!(!sb.exists(".agent-tools/spill/bash-old.stdout"));
+    assert!(sb.exists(".agent-tools/spill/bash-new.stdout"));
+    assert!(sb.exists(".agent-tools/spill/notes.txt"));
+}

@@ -212,7 +212,7 @@ fn edit_file_no_match_names_the_closest_region() {
     // The hint points at lines 2-3, where the almost-identical text is.
     assert!(message.contains("compute(1, 2)"), "{message}");
     assert!(
-        message.contains("closest text is at lines 2-3"),
+        message.contains("The closest region of the file:\n- lines 2-3, 96% similar"),
         "{message}"
     );
     assert_eq!(sb.read_string("lib.rs"), body);
@@ -252,7 +252,13 @@ fn edit_file_discloses_a_whitespace_tolerant_match() {
     );
     insta::assert_snapshot!(
         text,
-        @"edited a.py: 1 replacement at line 2 (matched with indentation-flexible matching; old_string did not match exactly)"
+        @r"
+    edited a.py: 1 replacement at lines 2-3, matched tolerantly (old_string did not match exactly: its base indentation is 2 columns where the file's block has 4); the file's lines were, and now are:
+    -     if x:
+    -         return 1
+    +     if y:
+    +         return 10
+    "
     );
     // The replacement takes the file's indentation.
     assert_eq!(

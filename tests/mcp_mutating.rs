@@ -231,7 +231,7 @@ fn cancelling_a_running_command_kills_its_process_group() {
     let id = client.send_request(
         "tools/call",
         json!({"name": "bash", "arguments": {
-            "command": "echo $$ > sh.pid; (sleep 3; echo late > bg-marker) & sleep 3; echo done > marker"
+            "command": "cut -d' ' -f5 /proc/$$/stat > sh.pid; (sleep 3; echo late > bg-marker) & sleep 3; echo done > marker"
         }}),
     );
     let pid: i32 = wait_for_file(&root.join("sh.pid"), Duration::from_secs(10))

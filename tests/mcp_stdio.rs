@@ -4,6 +4,10 @@
 #[path = "support/mcp_client.rs"]
 mod mcp_client;
 
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
 use mcp_client::McpClient;
 use serde_json::{Value, json};
 
@@ -161,4 +165,297 @@ fn startup_fails_clearly_for_a_missing_or_file_root() {
             "nothing may be written to the protocol stream"
         );
     }
+}
+
+/// Pids of live processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 1..].trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no live process carries `marker`.
+fn assert_gone_within(marker: &str, limit: Duration) {
+    let start = Instant::now();
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "processes with {marker} still alive after {limit:?}: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_until_running(marker: &str) {
+    let start = Instant::now();
+    while processes_with(marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{marker} never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn unique(tag: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    // A fractional sleep length no other test or process uses.
+    format!(
+        "{}.{}{}",
+        300 + tag.len(),
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+#[test]
+fn unparsable_requests_get_an_error_and_the_server_lives_on() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &["--max-file-bytes", "1000"]);
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"README.md","x":{}{}}}}}}}"#,
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    let cases: Vec<(String, Value, Option<i64>)> = vec![
+        ("not json".into(), Value::Null, Some(-32700)),
+        (
+            r#"{"jsonrpc":"2.0","id":102,"method":"tools/list","params":{"x":1e400}}"#.into(),
+            json!(102),
+            Some(-32700),
+        ),
+        (deep, json!(101), None),
+        (
+            r#"{"jsonrpc":"2.0","id":103,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"\ud800"}}}"#.into(),
+            json!(103),
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":104,"method":"tools/call","params":{"name":"read_file","arguments":{"offset":1e400}}}"#.into(),
+            json!(104),
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"s5","method":"tools/call","params":{"name":"read_file","arguments":[1]}}"#.into(),
+            json!("s5"),
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":106,"method":"tools/call","params":{"name":"read_file","arguments":"x"}}"#.into(),
+            json!(106),
+            None,
+        ),
+        (r#"[1,2]"#.into(), Value::Null, Some(-32600)),
+        (r#"{"jsonrpc":"2.0","id":107}"#.into(), json!(107), Some(-32600)),
+        // Over the frame limit (6 × 1000 + 1 MiB): a call gets too_large,
+        // anything else -32600, both with their id.
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":108,"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"a","content":"{}"}}}}}}"#,
+                "\\\"".repeat(600_000)
+            ),
+            json!(108),
+            None,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":109,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+                "x".repeat(1_100_000)
+            ),
+            json!(109),
+            Some(-32600),
+        ),
+    ];
+    for (line, id, rpc_code) in cases {
+        client.send_raw(format!("{line}\n").as_bytes());
+        let reply = client.next_message();
+        assert_eq!(reply["id"], id, "{reply}");
+        match rpc_code {
+            Some(code) => assert_eq!(reply["error"]["code"], code, "{reply}"),
+            None => {
+                let (is_error, text) = McpClient::call_result(&reply);
+                assert!(is_error);
+                let expected = if id == json!(108) {
+                    "too_large"
+                } else {
+                    "invalid_input"
+                };
+                assert_eq!(error_code(&text), expected, "{text}");
+            }
+        }
+        // And the next request is served.
+        let pong = client.request("ping", json!({}));
+        assert!(pong.get("result").is_some(), "{pong}");
+    }
+    assert!(!dir.path().join("a").exists());
+}
+
+#[test]
+fn a_write_of_max_file_bytes_fits_the_frame_however_escaped() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &["--max-file-bytes", "200000"]);
+    let content = "\u{1}".repeat(200_000);
+    let (is_error, text) =
+        client.call("write_file", json!({"path": "ctl.bin", "content": content}));
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read(dir.path().join("ctl.bin")).unwrap().len(),
+        200_000
+    );
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_grow_the_server() {
+    let dir = workspace();
+    let line = "x".repeat(1023) + "\n";
+    std::fs::write(dir.path().join("big.txt"), line.repeat(1024)).unwrap();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let pid = client.pid();
+    let mut stdin = client.take_stdin();
+    let writer = std::thread::spawn(move || {
+        for id in 1000..3000 {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "read_file", "arguments": {"path": "big.txt"}}});
+            if stdin.write_all(format!("{request}\n").as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    let rss = || -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let mut peak = 0;
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        peak = peak.max(rss());
+    }
+    // Without back-pressure this grew past 450 MB.
+    assert!(peak < 150 * 1024, "RSS peaked at {peak} kB");
+    client.signal("KILL");
+    client.wait_exit(Duration::from_secs(10));
+    let _ = writer.join();
+}
+
+#[test]
+fn ping_is_answered_while_many_commands_run() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let marker = unique("ping");
+    for _ in 0..100 {
+        client.send_request(
+            "tools/call",
+            json!({"name": "bash", "arguments": {"command": format!("sleep {marker}")}}),
+        );
+    }
+    wait_until_running(&marker);
+    let id = client.send_request("ping", json!({}));
+    // The first message back is the ping's answer: every command sleeps on.
+    let reply = client.next_message();
+    assert_eq!(reply["id"], id, "{reply}");
+    client.take_stdin();
+    client.wait_exit(Duration::from_secs(15));
+    assert_gone_within(&marker, Duration::from_secs(5));
+}
+
+fn run_sleep_then(signal_or_eof: &str) {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let marker = unique(signal_or_eof);
+    client.send_request(
+        "tools/call",
+        json!({"name": "bash", "arguments": {"command": format!("sleep {marker}; echo done")}}),
+    );
+    wait_until_running(&marker);
+    match signal_or_eof {
+        "EOF" => drop(client.take_stdin()),
+        signal => client.signal(signal),
+    }
+    if signal_or_eof != "KILL" {
+        client.wait_exit(Duration::from_secs(10));
+    }
+    assert_gone_within(&marker, Duration::from_secs(5));
+    if signal_or_eof == "KILL" {
+        client.wait_exit(Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn commands_die_with_a_terminated_server() {
+    run_sleep_then("TERM");
+    run_sleep_then("INT");
+}
+
+#[test]
+fn commands_die_with_a_killed_server() {
+    run_sleep_then("KILL");
+}
+
+#[test]
+fn end_of_input_during_a_command_always_ends_the_server() {
+    for _ in 0..20 {
+        run_sleep_then("EOF");
+    }
+}
+
+#[test]
+fn children_that_left_the_group_die_on_timeout_and_on_cancel() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let marker = unique("setsid");
+    let command = format!("setsid sleep {marker} >/dev/null 2>&1 & sleep 30");
+    let (is_error, text) = client.call("bash", json!({"command": command, "timeout_ms": 1000}));
+    assert!(is_error);
+    assert_eq!(error_code(&text), "timeout");
+    assert_gone_within(&marker, Duration::from_secs(5));
+
+    let marker = unique("setsid-cancel");
+    let command = format!("setsid sleep {marker} >/dev/null 2>&1 & sleep 30");
+    let id = client.send_request(
+        "tools/call",
+        json!({"name": "bash", "arguments": {"command": command}}),
+    );
+    wait_until_running(&marker);
+    client.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "test"}),
+    );
+    assert_gone_within(&marker, Duration::from_secs(5));
+    let (is_error, _) = client.call("bash", json!({"command": "true"}));
+    assert!(!is_error);
+}
+
+#[test]
+fn commands_cannot_reach_the_server_through_their_parent() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let server = client.pid();
+    let (is_error, text) = client.call("bash", json!({"command": "echo $PPID"}));
+    assert!(!is_error, "{text}");
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let ppid: u32 = value["stdout"].as_str().unwrap().trim().parse().unwrap();
+    assert_ne!(ppid, server, "the shell's parent is the server itself");
 }

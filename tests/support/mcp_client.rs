@@ -123,6 +123,60 @@ impl McpClient {
         (is_error, text)
     }
 
+    /// Writes raw bytes (a line, or part of one) to the server's stdin.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Reads the next message, whatever it is.
+    pub fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).unwrap();
+        assert!(n > 0, "server closed stdout");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON from server: {e}: {line}"))
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Gives up the stdin pipe (to write from another thread, or to close).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        let (_read, write) = std::io::pipe().unwrap();
+        std::mem::replace(
+            &mut self.stdin,
+            ChildStdin::from(std::os::fd::OwnedFd::from(write)),
+        )
+    }
+
+    /// Waits at most `limit` for the server to exit; kills it and fails if
+    /// it does not.
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> std::process::ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("the server did not exit within {limit:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Sends a signal to the server.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// Closes stdin and waits for the server to exit.
     pub fn shutdown(mut self) -> std::process::ExitStatus {
         drop(self.stdin);

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_tools_bash::Launcher;
 use agent_tools_confine::Confinement;
 use agent_tools_fs::Limits;
 
@@ -54,6 +55,7 @@ pub struct ConfigBuilder {
     bash_timeout_max_ms: u64,
     read_only: bool,
     confinement: Confinement,
+    bash_launcher: Option<Launcher>,
 }
 
 /// The frozen configuration every call reads. Only [`ConfigBuilder::build`]
@@ -66,6 +68,7 @@ pub struct Config {
     bash_timeout_max_ms: u64,
     read_only: bool,
     confinement: Confinement,
+    bash_launcher: Option<Launcher>,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -85,6 +88,7 @@ impl ConfigBuilder {
             bash_timeout_max_ms: DEFAULT_BASH_TIMEOUT_MAX_MS,
             read_only: false,
             confinement: Confinement::Confined,
+            bash_launcher: None,
         }
     }
 
@@ -116,6 +120,14 @@ impl ConfigBuilder {
     /// with [`Confinement::Unconfined`].
     pub fn confinement(mut self, confinement: Confinement) -> Self {
         self.confinement = confinement;
+        self
+    }
+
+    /// Start `bash` commands through `launcher` (the `agent-tools` binary
+    /// passes itself, so commands die with the server). Without one the
+    /// shell is started directly.
+    pub fn bash_launcher(mut self, launcher: Launcher) -> Self {
+        self.bash_launcher = Some(launcher);
         self
     }
 
@@ -153,6 +165,7 @@ impl ConfigBuilder {
             bash_timeout_max_ms: self.bash_timeout_max_ms,
             read_only: self.read_only,
             confinement: self.confinement,
+            bash_launcher: self.bash_launcher,
         })
     }
 }
@@ -204,6 +217,11 @@ impl Config {
     /// Whether paths are confined.
     pub fn confinement(&self) -> Confinement {
         self.confinement
+    }
+
+    /// The program `bash` commands are started through, if any.
+    pub fn bash_launcher(&self) -> Option<&Launcher> {
+        self.bash_launcher.as_ref()
     }
 
     /// The limits handed to the file tools.

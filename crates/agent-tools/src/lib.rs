@@ -41,6 +41,7 @@ mod registry;
 mod services;
 mod tools;
 
+pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError};
 pub use config::{

@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::request::SpillOpener;
+
 /// Names and creates the spill files of one run: `<id>.stdout`, `<id>.stderr`.
 #[derive(Debug)]
 pub(crate) struct SpillNamer {
     dir: PathBuf,
     display_dir: Option<PathBuf>,
+    opener: Option<SpillOpener>,
     id: String,
 }
 
@@ -19,7 +22,11 @@ impl SpillNamer {
     /// A namer for one run, with an id unique within this process and very
     /// likely across processes (time, process id, counter). Files are created
     /// with `create_new`, so a clash is detected rather than overwritten.
-    pub(crate) fn new(dir: &Path, display_dir: Option<&Path>) -> Self {
+    pub(crate) fn new(
+        dir: &Path,
+        display_dir: Option<&Path>,
+        opener: Option<&SpillOpener>,
+    ) -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let millis = SystemTime::now()
@@ -29,12 +36,15 @@ impl SpillNamer {
         SpillNamer {
             dir: dir.to_path_buf(),
             display_dir: display_dir.map(Path::to_path_buf),
+            opener: opener.cloned(),
             id: format!("bash-{millis}-{}-{n}", std::process::id()),
         }
     }
 
     fn open(&self, stream: &str) -> io::Result<Spill> {
-        fs::create_dir_all(&self.dir)?;
+        if self.opener.is_none() {
+            fs::create_dir_all(&self.dir)?;
+        }
         let mut attempt = 0u32;
         loop {
             let name = if attempt == 0 {
@@ -43,7 +53,11 @@ impl SpillNamer {
                 format!("{}-{attempt}.{stream}", self.id)
             };
             let path = self.dir.join(&name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            let opened = match &self.opener {
+                Some(opener) => opener.open(&name),
+                None => OpenOptions::new().write(true).create_new(true).open(&path),
+            };
+            match opened {
                 Ok(file) => {
                     let shown = match &self.display_dir {
                         Some(dir) => dir.join(&name),
@@ -135,9 +149,11 @@ impl Stream {
         match &mut self.spill {
             Some(spill) => spill.writer.write_all(chunk)?,
             None => {
-                let take = chunk.len().min(*budget);
+                // The budget is spent in escaped bytes: what the inline text
+                // costs once it is a JSON string.
+                let (take, cost) = fit_escaped(chunk, *budget);
                 self.inline.extend_from_slice(&chunk[..take]);
-                *budget -= take;
+                *budget -= cost;
                 if take < chunk.len() {
                     let mut spill = namer.open(self.name)?;
                     spill.writer.write_all(&self.inline)?;
@@ -171,6 +187,33 @@ impl Stream {
         };
         Ok(Captured { text, lossy, spill })
     }
+}
+
+/// How many bytes `byte` takes inside a JSON string as `serde_json` writes
+/// it: two for the short escapes, six for other control characters, one for
+/// everything else (UTF-8 is written as is). A byte of invalid UTF-8 may
+/// still grow to U+FFFD (three bytes) when decoded lossily; the caller
+/// re-measures for that case.
+pub fn json_escaped_len(byte: u8) -> usize {
+    match byte {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+        0..0x20 => 6,
+        _ => 1,
+    }
+}
+
+/// The longest prefix of `chunk` whose escaped size fits `budget`, and that
+/// size.
+fn fit_escaped(chunk: &[u8], budget: usize) -> (usize, usize) {
+    let mut cost = 0;
+    for (i, &byte) in chunk.iter().enumerate() {
+        let next = cost + json_escaped_len(byte);
+        if next > budget {
+            return (i, cost);
+        }
+        cost = next;
+    }
+    (chunk.len(), cost)
 }
 
 /// `bytes` without a UTF-8 sequence cut short at its end.
@@ -225,7 +268,7 @@ mod tests {
     fn spill_dir_is_created_and_display_dir_names_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("a/b");
-        let namer = SpillNamer::new(&dir, Some(Path::new(".agent-tools/spill")));
+        let namer = SpillNamer::new(&dir, Some(Path::new(".agent-tools/spill")), None);
         let mut stream = Stream::new("stdout", 100);
         let mut budget = 2;
         stream.push(b"hello", &mut budget, &namer).unwrap();
@@ -239,9 +282,23 @@ mod tests {
     }
 
     #[test]
+    fn budget_counts_escaped_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let namer = SpillNamer::new(tmp.path(), None, None);
+        let mut stream = Stream::new("stdout", u64::MAX);
+        // A NUL costs six bytes (`\u0000`), a newline two, a letter one.
+        let mut budget = 9;
+        stream.push(b"\0\na\0", &mut budget, &namer).unwrap();
+        assert_eq!(stream.inline, b"\0\na");
+        assert_eq!(budget, 0);
+        let encoded = serde_json::to_string(&stream.finish().unwrap().text).unwrap();
+        assert_eq!(encoded.len() - 2, 9, "{encoded}");
+    }
+
+    #[test]
     fn ceiling_drops_the_excess() {
         let tmp = tempfile::tempdir().unwrap();
-        let namer = SpillNamer::new(tmp.path(), None);
+        let namer = SpillNamer::new(tmp.path(), None, None);
         let mut stream = Stream::new("stderr", 5);
         let mut budget = 2;
         assert_eq!(
@@ -272,7 +329,7 @@ mod tests {
             budget in 0usize..200,
         ) {
             let tmp = tempfile::tempdir().unwrap();
-            let namer = SpillNamer::new(tmp.path(), None);
+            let namer = SpillNamer::new(tmp.path(), None, None);
             let mut streams = [Stream::new("stdout", u64::MAX), Stream::new("stderr", u64::MAX)];
             let mut whole = [Vec::new(), Vec::new()];
             let mut left = budget;
@@ -285,7 +342,7 @@ mod tests {
             let mut inline_total = 0;
             for (stream, whole) in [(out, &whole[0]), (err, &whole[1])] {
                 let inline = stream.inline.clone();
-                inline_total += inline.len();
+                inline_total += inline.iter().map(|&b| json_escaped_len(b)).sum::<usize>();
                 prop_assert!(whole.starts_with(&inline));
                 let captured = stream.finish().unwrap();
                 match &captured.spill {
@@ -302,15 +359,21 @@ mod tests {
         #[test]
         fn truncation_lands_on_a_char_boundary(text in "\\PC{0,40}", budget in 0usize..100) {
             let tmp = tempfile::tempdir().unwrap();
-            let namer = SpillNamer::new(tmp.path(), None);
+            let namer = SpillNamer::new(tmp.path(), None, None);
             let mut stream = Stream::new("stdout", u64::MAX);
             let mut left = budget;
             stream.push(text.as_bytes(), &mut left, &namer).unwrap();
             let captured = stream.finish().unwrap();
             prop_assert!(!captured.lossy);
             prop_assert!(text.starts_with(&captured.text));
-            prop_assert!(captured.text.len() <= budget);
-            prop_assert!(budget.min(text.len()) - captured.text.len() < 4);
+            let escaped = |t: &str| t.bytes().map(json_escaped_len).sum::<usize>();
+            prop_assert!(escaped(&captured.text) <= budget);
+            // What was left out costs more than the budget left, give or
+            // take the one character cut at the boundary.
+            let next = text[captured.text.len()..].chars().next();
+            if let Some(next) = next {
+                prop_assert!(escaped(&captured.text) + escaped(&next.to_string()) + 6 > budget);
+            }
         }
     }
 }

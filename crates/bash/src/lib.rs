@@ -39,13 +39,16 @@
 #![forbid(unsafe_code)]
 
 mod capture;
+pub mod launcher;
 mod outcome;
+mod procs;
 mod request;
 mod runner;
 
+pub use capture::json_escaped_len;
 pub use outcome::RunOutcome;
 pub use request::{
     DEFAULT_HARD_CEILING_PER_STREAM, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TIMEOUT_MS,
-    DEFAULT_TIMEOUT_MS, OutputLimits, RunRequest, clamp_timeout,
+    DEFAULT_TIMEOUT_MS, Launcher, OutputLimits, RunRequest, SpillOpener, clamp_timeout,
 };
 pub use runner::{CANCEL_GRACE, CANCEL_POLL, DRAIN_GRACE, KILL_GRACE, SHELL, is_cancelled, run};

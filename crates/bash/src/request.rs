@@ -1,7 +1,12 @@
 //! What to run and under which limits.
 
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::File;
+use std::io;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_tools_error::{ToolError, ToolResult};
@@ -83,6 +88,80 @@ impl Default for OutputLimits {
     }
 }
 
+/// Creates one spill file: given a bare file name (no `/`), returns that file
+/// in the spill folder, newly created (`create_new`) and open for writing.
+/// `AlreadyExists` makes the runner try another name. An error may carry a
+/// [`ToolError`] (`io::Error::other(tool_error)`); the run then fails with
+/// that error as it is.
+type SpillOpenFn = dyn Fn(&str) -> io::Result<File> + Send + Sync;
+
+/// How spill files get created, when the caller wants a say in it (e.g. to
+/// open them through a confined directory handle). See
+/// [`RunRequest::with_spill_opener`].
+#[derive(Clone)]
+pub struct SpillOpener(Arc<SpillOpenFn>);
+
+impl SpillOpener {
+    /// An opener calling `open` with each file name.
+    pub fn new(open: impl Fn(&str) -> io::Result<File> + Send + Sync + 'static) -> Self {
+        SpillOpener(Arc::new(open))
+    }
+
+    pub(crate) fn open(&self, name: &str) -> io::Result<File> {
+        (self.0)(name)
+    }
+}
+
+impl fmt::Debug for SpillOpener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpillOpener(..)")
+    }
+}
+
+impl PartialEq for SpillOpener {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SpillOpener {}
+
+/// A program the shell is started through, e.g. one that ties the command's
+/// life to the caller's (see [`crate::launcher`]).
+///
+/// The runner starts `PROGRAM ARGS... --parent-pid PID -- /bin/sh -c
+/// COMMAND`; `PID` is the caller's process id. The program must end up
+/// running the shell with the same stdin, stdout and stderr, in its own
+/// process group (the runner makes the launcher its leader), and exit with
+/// the shell's status: its exit code, or the signal that killed it, raised
+/// on itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    program: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl Launcher {
+    /// A launcher run as `program args...` followed by the runner's own
+    /// arguments.
+    pub fn new(program: impl Into<PathBuf>, args: impl IntoIterator<Item = OsString>) -> Self {
+        Launcher {
+            program: program.into(),
+            args: args.into_iter().collect(),
+        }
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The arguments placed before the runner's own.
+    pub fn args(&self) -> &[OsString] {
+        &self.args
+    }
+}
+
 /// One command to run.
 ///
 /// Built with [`RunRequest::new`], then adjusted with the `with_*` methods.
@@ -95,6 +174,8 @@ pub struct RunRequest {
     spill_display_dir: Option<PathBuf>,
     timeout: Duration,
     limits: OutputLimits,
+    spill_opener: Option<SpillOpener>,
+    launcher: Option<Launcher>,
 }
 
 impl RunRequest {
@@ -123,6 +204,8 @@ impl RunRequest {
             spill_display_dir: None,
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             limits: OutputLimits::default(),
+            spill_opener: None,
+            launcher: None,
         })
     }
 
@@ -146,6 +229,30 @@ impl RunRequest {
     pub fn with_spill_display_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.spill_display_dir = Some(dir.into());
         self
+    }
+
+    /// Creates spill files with `opener` instead of by name under
+    /// `spill_dir` (which then only names them in messages when no display
+    /// directory is set).
+    pub fn with_spill_opener(mut self, opener: SpillOpener) -> Self {
+        self.spill_opener = Some(opener);
+        self
+    }
+
+    /// Starts the shell through `launcher` instead of directly.
+    pub fn with_launcher(mut self, launcher: Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    /// The spill opener, if one was set.
+    pub fn spill_opener(&self) -> Option<&SpillOpener> {
+        self.spill_opener.as_ref()
+    }
+
+    /// The launcher, if one was set.
+    pub fn launcher(&self) -> Option<&Launcher> {
+        self.launcher.as_ref()
     }
 
     /// The shell command.

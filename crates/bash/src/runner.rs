@@ -19,6 +19,7 @@ use nix::unistd::Pid;
 
 use crate::capture::{Captured, Pushed, SpillNamer, Stream};
 use crate::outcome::RunOutcome;
+use crate::procs;
 use crate::request::RunRequest;
 
 /// The shell every command runs in.
@@ -105,7 +106,20 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
-    let mut child = Command::new(SHELL)
+    let mut command = match req.launcher() {
+        Some(launcher) => {
+            let mut command = Command::new(launcher.program());
+            command
+                .args(launcher.args())
+                .arg(crate::launcher::PARENT_PID_ARG)
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(SHELL);
+            command
+        }
+        None => Command::new(SHELL),
+    };
+    let mut child = command
         .arg("-c")
         .arg(req.command())
         .current_dir(req.cwd())
@@ -136,7 +150,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let mut pump = Pump {
         req,
         pgid,
-        namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir()),
+        namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir(), req.spill_opener()),
         budget: req.limits().max_output_bytes(),
         out: Stream::new("stdout", req.limits().hard_ceiling_per_stream().get()),
         err: Stream::new("stderr", req.limits().hard_ceiling_per_stream().get()),
@@ -365,6 +379,12 @@ impl Pump<'_> {
             let pushed = stream
                 .push(&buf[..n], &mut self.budget, &self.namer)
                 .map_err(|err| {
+                    // An opener's own typed error goes through unchanged.
+                    if let Some(tool_error) =
+                        err.get_ref().and_then(|e| e.downcast_ref::<ToolError>())
+                    {
+                        return tool_error.clone();
+                    }
                     let dir = req.spill_display_dir().unwrap_or(req.spill_dir());
                     ToolError::new(
                         ErrorCode::IoError,
@@ -487,33 +507,11 @@ pub(crate) fn group_alive(pgid: Pid) -> bool {
     if matches!(killpg(pgid, None), Err(Errno::ESRCH)) {
         return false;
     }
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return true;
-    };
-    let mut saw_any = false;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        saw_any = true;
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        if pgrp == Some(pgid.as_raw()) && state != Some("Z") && state != Some("X") {
-            return true;
-        }
+    match procs::snapshot() {
+        Some(procs) => procs.iter().any(|p| p.pgrp == pgid.as_raw() && !p.dead),
+        // Without procfs, assume the worst.
+        None => true,
     }
-    // A /proc without processes is not procfs: assume the worst.
-    !saw_any
 }
 
 fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutcome {

@@ -245,7 +245,17 @@ fn large_output_is_spilled_completely() {
     let expected: Vec<u8> = b"abcdefghij\n".iter().copied().cycle().take(SIZE).collect();
     assert_eq!(outcome.exit_code, Some(0));
     assert!(outcome.truncated);
-    assert_eq!(outcome.stdout.as_bytes(), &expected[..1000]);
+    // The budget counts escaped bytes: each newline costs two.
+    let mut cost = 0;
+    let fits = expected
+        .iter()
+        .take_while(|&&b| {
+            cost += agent_tools_bash::json_escaped_len(b);
+            cost <= 1000
+        })
+        .count();
+    assert_eq!(fits, 83 * 11 + 4);
+    assert_eq!(outcome.stdout.as_bytes(), &expected[..fits]);
     // The budget went to stdout; stderr's few bytes spilled too.
     assert_eq!(outcome.stderr, "");
     let spill = outcome.stdout_spill.clone().unwrap();

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
@@ -47,6 +48,7 @@ use std::path::{Component, Path, PathBuf};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use nix::errno::Errno;
 
 /// Whether paths are kept inside the root. Turning confinement off is an
 /// explicit choice; there is no default.
@@ -85,6 +87,7 @@ pub struct ConfinedPath {
     rel: PathBuf,
     abs: PathBuf,
     display: String,
+    names_directory: bool,
 }
 
 impl ConfinedPath {
@@ -113,6 +116,15 @@ impl ConfinedPath {
     pub fn file_name(&self) -> Option<&std::ffi::OsStr> {
         self.rel.file_name()
     }
+
+    /// True when the caller spelled the path with a trailing `/` (or `/.`):
+    /// it then names a directory, as in POSIX. Resolution already refuses
+    /// such a path when it exists and is not a directory; a path that does
+    /// not exist yet keeps the mark, so a writer can refuse to create a file
+    /// under a name meant as a directory.
+    pub fn names_directory(&self) -> bool {
+        self.names_directory
+    }
 }
 
 impl fmt::Display for ConfinedPath {
@@ -125,6 +137,10 @@ impl fmt::Display for ConfinedPath {
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// The root as the caller spelled it (absolute, lexically normalised),
+    /// when that differs from the canonical root: a root given through a
+    /// symlink accepts absolute paths in either spelling.
+    given_root: Option<PathBuf>,
     base: Dir,
     base_path: PathBuf,
     confinement: Confinement,
@@ -160,8 +176,13 @@ impl Workspace {
                 source,
             }
         })?;
+        let given_root = std::path::absolute(given)
+            .ok()
+            .map(|abs| lexical_normal(&abs))
+            .filter(|abs| *abs != root);
         Ok(Workspace {
             root,
+            given_root,
             base,
             base_path,
             confinement,
@@ -171,6 +192,21 @@ impl Workspace {
     /// The canonical root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The root as given when it differs from [`root`](Self::root) (a root
+    /// reached through a symlink); absolute paths may use either spelling.
+    pub fn given_root(&self) -> Option<&Path> {
+        self.given_root.as_deref()
+    }
+
+    /// `abs` relative to the root, in either spelling of the root.
+    pub fn strip_root<'a>(&self, abs: &'a Path) -> Option<&'a Path> {
+        abs.strip_prefix(&self.root).ok().or_else(|| {
+            self.given_root
+                .as_deref()
+                .and_then(|given| abs.strip_prefix(given).ok())
+        })
     }
 
     /// Whether paths are confined.
@@ -227,7 +263,8 @@ impl Workspace {
             return Err(ToolError::invalid_input("path contains a NUL byte"));
         }
         let input_path = Path::new(input);
-        match self.confinement {
+        let names_directory = input.ends_with('/') || input.ends_with("/.");
+        let mut path = match self.confinement {
             Confinement::Unconfined => {
                 let abs = if input_path.is_absolute() {
                     input_path.to_path_buf()
@@ -244,17 +281,34 @@ impl Workspace {
                         _ => {}
                     }
                 }
-                Ok(self.confined_from_rel(parts.iter().collect()))
+                self.confined_from_rel(parts.iter().collect())
             }
-            Confinement::Confined => self.resolve_confined(input, input_path),
+            Confinement::Confined => self.resolve_confined(input, input_path)?,
+        };
+        if names_directory && !path.is_root() {
+            // POSIX: `a.txt/` is not `a.txt`. An existing non-directory is
+            // refused here; a missing one keeps the mark for the writers.
+            if let Ok(meta) = self.base.metadata(&path.rel)
+                && !meta.is_dir()
+            {
+                return Err(ToolError::new(
+                    ErrorCode::NotAFile,
+                    format!(
+                        "{}: not a directory (a trailing / names a directory)",
+                        quote_text(input)
+                    ),
+                ));
+            }
+            path.names_directory = true;
         }
+        Ok(path)
     }
 
     fn resolve_confined(&self, input: &str, input_path: &Path) -> ToolResult<ConfinedPath> {
         let relative: PathBuf = if input_path.is_absolute() {
-            match input_path.strip_prefix(&self.root) {
-                Ok(rest) => rest.to_path_buf(),
-                Err(_) => {
+            match self.strip_root(input_path) {
+                Some(rest) => rest.to_path_buf(),
+                None => {
                     return Err(escape(input, "is outside the workspace root"));
                 }
             }
@@ -274,9 +328,22 @@ impl Workspace {
 
         let mut resolved: Vec<OsString> = Vec::new();
         let mut missing = false;
+        // Whether the last resolved component exists and is not a directory:
+        // `..` after it is ENOTDIR in POSIX, not a lexical step back.
+        let mut last_is_non_dir = false;
         let mut hops = 0usize;
         while let Some(part) = pending.pop_front() {
             if part == ".." {
+                if last_is_non_dir {
+                    return Err(ToolError::new(
+                        ErrorCode::NotAFile,
+                        format!(
+                            "{}: not a directory ({} is a file, so `..` cannot follow it)",
+                            quote_text(input),
+                            quote_os(&resolved.iter().collect::<PathBuf>().into_os_string())
+                        ),
+                    ));
+                }
                 if resolved.pop().is_none() {
                     return Err(escape(input, "climbs above the workspace root with `..`"));
                 }
@@ -300,18 +367,19 @@ impl Workspace {
                 }
             };
             if !meta.file_type().is_symlink() {
+                last_is_non_dir = !meta.is_dir();
                 continue;
             }
             hops += 1;
             if hops > MAX_SYMLINK_HOPS {
-                return Err(ToolError::new(
-                    ErrorCode::IoError,
-                    format!("{input}: too many levels of symbolic links"),
-                ));
+                return Err(loop_error(input));
             }
             let target = std::fs::read_link(&here)
                 .map_err(|err| ToolError::from_io(&err, Path::new(input)))?;
-            if std::fs::metadata(&here).is_err() {
+            if let Err(err) = std::fs::metadata(&here) {
+                if is_loop_error(&err) {
+                    return Err(loop_error(input));
+                }
                 return Err(escape(
                     input,
                     &format!("is a dangling symlink (it points to {})", target.display()),
@@ -322,16 +390,12 @@ impl Workspace {
             if target.is_absolute() {
                 let canonical_target =
                     std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
-                let inside = target
-                    .strip_prefix(&self.root)
-                    .ok()
-                    .map(Path::to_path_buf)
-                    .or_else(|| {
-                        canonical_target
-                            .strip_prefix(&self.root)
-                            .ok()
-                            .map(Path::to_path_buf)
-                    });
+                let inside = self.strip_root(&target).map(Path::to_path_buf).or_else(|| {
+                    canonical_target
+                        .strip_prefix(&self.root)
+                        .ok()
+                        .map(Path::to_path_buf)
+                });
                 let Some(inside) = inside else {
                     return Err(escape(
                         input,
@@ -387,7 +451,12 @@ impl Workspace {
     fn confined_from_rel(&self, rel: PathBuf) -> ConfinedPath {
         let abs = self.base_path.join(&rel);
         let display = self.display_abs(&abs);
-        ConfinedPath { rel, abs, display }
+        ConfinedPath {
+            rel,
+            abs,
+            display,
+            names_directory: false,
+        }
     }
 
     /// How a path under the root is printed: relative with `/`, `.` for the root.
@@ -395,7 +464,7 @@ impl Workspace {
         match abs.strip_prefix(&self.root) {
             Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
             Ok(rest) => slash_path(rest),
-            Err(_) => abs.to_string_lossy().into_owned(),
+            Err(_) => quote_os(abs.as_os_str()),
         }
     }
 
@@ -470,15 +539,220 @@ impl Workspace {
         if is_escape_error(err) {
             return escape(&path.display, "resolves outside the workspace root");
         }
-        if err.raw_os_error() == Some(40) {
-            // ELOOP from a final-component symlink opened without following.
+        if is_loop_error(err) {
+            // ELOOP: a loop, or a symlink swapped in where resolution saw
+            // none (the opens do not follow a final symlink).
             return ToolError::new(
                 ErrorCode::IoError,
-                format!("{}: too many levels of symbolic links", path.display),
+                format!(
+                    "{}: a symlink loop, or a symlink that appeared after the path was checked",
+                    path.display
+                ),
+            );
+        }
+        if errno_of(err) == Some(Errno::ENAMETOOLONG) {
+            return ToolError::new(
+                ErrorCode::IoError,
+                format!(
+                    "{}: the path is longer than the system allows for one call ({} bytes); reach it in steps, e.g. with bash and cd",
+                    path.display,
+                    path.rel.as_os_str().len()
+                ),
             );
         }
         ToolError::from_io(err, Path::new(&path.display))
     }
+
+    /// Opens a regular file for reading, refusing anything else before it
+    /// could block: the type is checked without following a symlink, then
+    /// the file is opened non-blocking and without following a final
+    /// symlink, and the opened descriptor is checked again (a FIFO or device
+    /// swapped in between is refused, never read). A directory is
+    /// `not_a_file` with `dir_advice` appended.
+    pub fn open_regular(
+        &self,
+        path: &ConfinedPath,
+        dir_advice: &str,
+    ) -> ToolResult<(std::fs::File, std::fs::Metadata)> {
+        let refuse = |kind: FileKind| {
+            let advice = if kind == FileKind::Directory {
+                format!("; {dir_advice}")
+            } else {
+                String::new()
+            };
+            ToolError::new(
+                ErrorCode::NotAFile,
+                format!("{}: is {}, not a regular file{advice}", path.display, kind),
+            )
+        };
+        if !path.is_root() {
+            let kind = FileKind::of(self.symlink_metadata(path)?.file_type());
+            if kind != FileKind::Regular && kind != FileKind::Symlink {
+                return Err(refuse(kind));
+            }
+        }
+        match open_regular_at(&self.base, self.rel_or_dot(path)) {
+            Ok(opened) => Ok(opened),
+            Err(OpenRegularError::NotRegular(kind)) => Err(refuse(kind)),
+            Err(OpenRegularError::Io(err)) => Err(self.io_error(&err, path)),
+        }
+    }
+}
+
+/// What kind of filesystem object a path is, for messages and refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link (seen only when not following).
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+}
+
+impl FileKind {
+    /// The kind of `file_type`.
+    pub fn of(file_type: impl Into<FileTypeView>) -> FileKind {
+        let view = file_type.into();
+        view.0
+    }
+}
+
+/// A file type from std or cap-std, reduced to a [`FileKind`].
+#[derive(Debug, Clone, Copy)]
+pub struct FileTypeView(FileKind);
+
+impl From<std::fs::FileType> for FileTypeView {
+    fn from(t: std::fs::FileType) -> Self {
+        use std::os::unix::fs::FileTypeExt;
+        FileTypeView(kind_from_flags(
+            t.is_file(),
+            t.is_dir(),
+            t.is_symlink(),
+            t.is_fifo(),
+            t.is_socket(),
+            t.is_char_device(),
+        ))
+    }
+}
+
+impl From<cap_std::fs::FileType> for FileTypeView {
+    fn from(t: cap_std::fs::FileType) -> Self {
+        use cap_std::fs::FileTypeExt;
+        FileTypeView(kind_from_flags(
+            t.is_file(),
+            t.is_dir(),
+            t.is_symlink(),
+            t.is_fifo(),
+            t.is_socket(),
+            t.is_char_device(),
+        ))
+    }
+}
+
+fn kind_from_flags(
+    file: bool,
+    dir: bool,
+    symlink: bool,
+    fifo: bool,
+    socket: bool,
+    char_device: bool,
+) -> FileKind {
+    if file {
+        FileKind::Regular
+    } else if dir {
+        FileKind::Directory
+    } else if symlink {
+        FileKind::Symlink
+    } else if fifo {
+        FileKind::Fifo
+    } else if socket {
+        FileKind::Socket
+    } else if char_device {
+        FileKind::CharDevice
+    } else {
+        FileKind::BlockDevice
+    }
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::Regular => "a regular file",
+            FileKind::Directory => "a directory",
+            FileKind::Symlink => "a symlink",
+            FileKind::Fifo => "a named pipe (FIFO)",
+            FileKind::Socket => "a socket",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+        })
+    }
+}
+
+/// Why [`open_regular_at`] did not give a file.
+#[derive(Debug)]
+pub enum OpenRegularError {
+    /// The path is there but is not a regular file.
+    NotRegular(FileKind),
+    /// The open (or the check of what it opened) failed.
+    Io(io::Error),
+}
+
+/// Opens `path` beneath `dir` for reading if it is a regular file. The open
+/// is non-blocking (a FIFO or device cannot hang it), does not follow a
+/// final symlink (one is reported as [`FileKind::Symlink`]), and the opened
+/// descriptor's own type decides: what was checked is what is read.
+pub fn open_regular_at(
+    dir: &Dir,
+    path: &Path,
+) -> Result<(std::fs::File, std::fs::Metadata), OpenRegularError> {
+    use cap_std::fs::{OpenOptions, OpenOptionsExt};
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY);
+    let file = match dir.open_with(path, &options) {
+        Ok(file) => file.into_std(),
+        Err(err) if is_loop_error(&err) => {
+            // O_NOFOLLOW on a final symlink.
+            return Err(OpenRegularError::NotRegular(FileKind::Symlink));
+        }
+        Err(err) => return Err(OpenRegularError::Io(err)),
+    };
+    let meta = file.metadata().map_err(OpenRegularError::Io)?;
+    let kind = FileKind::of(meta.file_type());
+    if kind != FileKind::Regular {
+        return Err(OpenRegularError::NotRegular(kind));
+    }
+    Ok((file, meta))
+}
+
+/// The errno behind an I/O error, typed.
+fn errno_of(err: &io::Error) -> Option<Errno> {
+    err.raw_os_error().map(Errno::from_raw)
+}
+
+/// True for ELOOP: a symlink loop, or a final symlink met with O_NOFOLLOW.
+pub fn is_loop_error(err: &io::Error) -> bool {
+    errno_of(err) == Some(Errno::ELOOP)
+}
+
+fn loop_error(input: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{}: a symlink loop (too many levels of symbolic links)",
+            quote_text(input)
+        ),
+    )
 }
 
 /// True for the error the directory handle returns when a path would leave it.
@@ -488,21 +762,115 @@ pub fn is_escape_error(err: &io::Error) -> bool {
 }
 
 fn escape(input: &str, why: &str) -> ToolError {
-    ToolError::new(ErrorCode::PathEscape, format!("{input}: {why}"))
+    ToolError::new(
+        ErrorCode::PathEscape,
+        format!("{}: {why}", quote_text(input)),
+    )
 }
 
-/// A relative path with `/` separators, lossy for non-UTF-8 names.
+/// A relative path with `/` separators, quoted by [`quote_text`]'s rule when
+/// it needs to be (non-UTF-8 bytes show as `\xNN` inside the quotes).
 pub fn slash_path(path: &Path) -> String {
-    let mut out = String::new();
+    let mut out = std::ffi::OsString::new();
     for component in path.components() {
         if let Component::Normal(name) = component {
             if !out.is_empty() {
-                out.push('/');
+                out.push("/");
             }
-            out.push_str(&name.to_string_lossy());
+            out.push(name);
         }
     }
-    if out.is_empty() { ".".to_string() } else { out }
+    if out.is_empty() {
+        ".".to_string()
+    } else {
+        quote_os(&out)
+    }
+}
+
+/// How a path or name is printed when it comes from the filesystem. Names
+/// are printed as they are unless they could be misread: one holding a
+/// control character (a newline could forge an output line), a Unicode
+/// format or bidirectional control (which reorders what is shown), a `:`
+/// (grep's field separator), ` -> ` (list_dir's symlink arrow), or starting
+/// with `"`, `[` or `(` (the quote itself, and the notes and footers the
+/// tools print) is printed as a JSON string: in double quotes, with `\"`,
+/// `\\`, `\n`, `\t`, `\r` and `\uXXXX` escapes. That spelling can be
+/// pasted as the JSON value of a `path` argument to reach the same file.
+pub fn quote_text(text: &str) -> Cow<'_, str> {
+    let risky = text.starts_with(['"', '[', '('])
+        || text.contains(':')
+        || text.contains(" -> ")
+        || text.chars().any(needs_escape);
+    if !risky {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for ch in text.chars() {
+        push_escaped(&mut out, ch);
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+/// [`quote_text`] for a name that may not be UTF-8: such a name is always
+/// quoted, its invalid bytes written `\xNN` (not valid JSON: no file tool
+/// can address such a name, so it is shown for the record only).
+pub fn quote_os(name: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(text) = name.to_str() {
+        return quote_text(text).into_owned();
+    }
+    let mut out = String::from("\"");
+    for chunk in name.as_bytes().utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            push_escaped(&mut out, ch);
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn needs_escape(ch: char) -> bool {
+    ch.is_control()
+        || matches!(ch,
+            '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+fn push_escaped(out: &mut String, ch: char) {
+    match ch {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        ch if needs_escape(ch) => {
+            let mut units = [0u16; 2];
+            for unit in ch.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+        ch => out.push(ch),
+    }
+}
+
+/// `path` with `.` and `..` applied by name (for the root as given).
+fn lexical_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -99,12 +99,192 @@ fn symlink_loop_is_an_io_error_not_a_hang() {
     let (_base, ws) = setup();
     symlink("loop_b", ws.root().join("loop_a")).unwrap();
     symlink("loop_a", ws.root().join("loop_b")).unwrap();
-    // A loop also dangles as far as metadata() is concerned.
+    // Reported as a loop, not as a dangling symlink.
     let err = ws.resolve("loop_a").unwrap_err();
-    assert!(matches!(
-        err.code(),
-        ErrorCode::PathEscape | ErrorCode::IoError
-    ));
+    assert_eq!(err.code(), ErrorCode::IoError, "{err}");
+    assert!(err.message().contains("symlink loop"), "{err}");
+    assert!(!err.message().contains("dangling"), "{err}");
+    symlink("self", ws.root().join("self")).unwrap();
+    let err = ws.resolve("self/x").unwrap_err();
+    assert!(err.message().contains("symlink loop"), "{err}");
+}
+
+#[test]
+fn a_trailing_slash_names_a_directory() {
+    let (_base, ws) = setup();
+    let err = ws.resolve("src/lib.rs/").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+    assert!(err.message().contains("not a directory"), "{err}");
+    assert_eq!(code(&ws, "src/lib.rs/."), ErrorCode::NotAFile);
+    // A directory with a slash is the directory.
+    let dir = ws.resolve("src/").unwrap();
+    assert_eq!(dir.display(), "src");
+    assert!(dir.names_directory());
+    // A missing path keeps the mark so a writer can refuse to create a file.
+    let new = ws.resolve("newdir/").unwrap();
+    assert!(new.names_directory());
+    assert!(!ws.resolve("newdir").unwrap().names_directory());
+    assert!(!ws.resolve("src/lib.rs").unwrap().names_directory());
+}
+
+#[test]
+fn dot_dot_after_a_file_is_not_a_directory() {
+    let (_base, ws) = setup();
+    let err = ws.resolve("src/lib.rs/../lib.rs").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+    assert_eq!(
+        code(&ws, "src/deep/x.txt/../../lib.rs"),
+        ErrorCode::NotAFile
+    );
+    assert_eq!(code(&ws, "src/lib.rs/.."), ErrorCode::NotAFile);
+    // `..` after a directory still steps back.
+    assert_eq!(
+        ws.resolve("src/deep/../lib.rs").unwrap().display(),
+        "src/lib.rs"
+    );
+}
+
+#[test]
+fn a_root_given_through_a_symlink_accepts_both_spellings() {
+    let (base, _ws) = setup();
+    let link = base.path().join("wslink");
+    symlink(base.path().join("ws"), &link).unwrap();
+    let ws = Workspace::open(&link, Confinement::Confined).unwrap();
+    let via_link = ws
+        .resolve(link.join("src/lib.rs").to_str().unwrap())
+        .unwrap();
+    let via_real = ws
+        .resolve(ws.root().join("src/lib.rs").to_str().unwrap())
+        .unwrap();
+    assert_eq!(via_link, via_real);
+    assert_eq!(via_link.display(), "src/lib.rs");
+    assert_eq!(ws.given_root(), Some(link.as_path()));
+    // Still confined: the link's own parent is outside.
+    assert_eq!(
+        code(&ws, base.path().join("outside.txt").to_str().unwrap()),
+        ErrorCode::PathEscape
+    );
+    assert_eq!(
+        code(&ws, link.join("../outside.txt").to_str().unwrap()),
+        ErrorCode::PathEscape
+    );
+}
+
+#[test]
+fn names_that_could_be_misread_are_quoted_as_json_strings() {
+    assert_eq!(quote_text("src/main.rs"), "src/main.rs");
+    assert_eq!(quote_text(r"a\nb"), r"a\nb"); // a backslash alone is harmless
+    assert_eq!(quote_text("fake.txt\nx -> .."), r#""fake.txt\nx -> ..""#);
+    assert_eq!(quote_text("x:1:injected"), r#""x:1:injected""#);
+    assert_eq!(quote_text("a -> b"), r#""a -> b""#);
+    assert_eq!(
+        quote_text("[showing 1..2 of 9]"),
+        r#""[showing 1..2 of 9]""#
+    );
+    assert_eq!(quote_text("evil\u{202E}txt.exe"), r#""evil\u202etxt.exe""#);
+    assert_eq!(quote_text("say \"hi\": \\"), r#""say \"hi\": \\""#);
+    // The quoted form is a JSON string naming the same file.
+    for name in ["fake.txt\nx -> ..", "x:1:y", "\u{202E}\t\u{7f}\u{85}"] {
+        let quoted = quote_text(name);
+        let back: String = serde_json_like_unquote(&quoted);
+        assert_eq!(back, name);
+    }
+    let bad = std::ffi::OsStr::from_encoded_bytes_unchecked_safe(b"caf\xe9.txt");
+    assert_eq!(quote_os(&bad), r#""caf\xe9.txt""#);
+    assert_eq!(slash_path(Path::new("a\nb/c")), r#""a\nb/c""#);
+}
+
+/// Decodes the JSON string escapes [`quote_text`] writes.
+fn serde_json_like_unquote(quoted: &str) -> String {
+    let inner = &quoted[1..quoted.len() - 1];
+    let mut units: Vec<u16> = Vec::new();
+    let mut out = String::new();
+    let mut chars = inner.chars();
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            out.push_str(&String::from_utf16(&units).unwrap());
+            units.clear();
+            out.push(ch);
+            continue;
+        }
+        let escaped = chars.next().unwrap();
+        if escaped != 'u' {
+            out.push_str(&String::from_utf16(&units).unwrap());
+            units.clear();
+        }
+        match escaped {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            '"' => out.push('"'),
+            '\\' => out.push('\\'),
+            'u' => {
+                let hex: String = chars.by_ref().take(4).collect();
+                units.push(u16::from_str_radix(&hex, 16).unwrap());
+            }
+            other => panic!("unexpected escape {other}"),
+        }
+    }
+    out.push_str(&String::from_utf16(&units).unwrap());
+    out
+}
+
+trait FromBytes {
+    fn from_encoded_bytes_unchecked_safe(bytes: &[u8]) -> std::ffi::OsString;
+}
+
+impl FromBytes for std::ffi::OsStr {
+    fn from_encoded_bytes_unchecked_safe(bytes: &[u8]) -> std::ffi::OsString {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(bytes).to_os_string()
+    }
+}
+
+#[test]
+fn open_regular_refuses_fifos_sockets_and_directories_without_blocking() {
+    let (_base, ws) = setup();
+    nix::unistd::mkfifo(&ws.root().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(ws.root().join("sock")).unwrap();
+    let ws = std::sync::Arc::new(ws);
+    let worker = {
+        let ws = ws.clone();
+        std::thread::spawn(move || {
+            ["fifo", "sock", "src"].map(|name| {
+                let path = ws.resolve(name).unwrap();
+                let err = ws.open_regular(&path, "list it").unwrap_err();
+                (err.code(), err.message().to_string())
+            })
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !worker.is_finished() {
+        assert!(std::time::Instant::now() < deadline, "open_regular blocked");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let [fifo, sock, dir] = worker.join().unwrap();
+    assert_eq!(fifo.0, ErrorCode::NotAFile);
+    assert!(fifo.1.contains("FIFO"), "{}", fifo.1);
+    assert_eq!(sock.0, ErrorCode::NotAFile);
+    assert!(sock.1.contains("socket"), "{}", sock.1);
+    assert_eq!(dir.0, ErrorCode::NotAFile);
+    assert!(dir.1.ends_with("; list it"), "{}", dir.1);
+    // The path appears once in the message.
+    assert_eq!(fifo.1.matches("fifo").count(), 1, "{}", fifo.1);
+    let (_, meta) = ws
+        .open_regular(&ws.resolve("src/lib.rs").unwrap(), "")
+        .unwrap();
+    assert_eq!(meta.len(), 3);
+}
+
+#[test]
+fn open_regular_at_reports_a_final_symlink_instead_of_following_it() {
+    let (_base, ws) = setup();
+    symlink("src/lib.rs", ws.root().join("link")).unwrap();
+    let err = open_regular_at(ws.base_dir(), Path::new("link")).unwrap_err();
+    assert!(
+        matches!(err, OpenRegularError::NotRegular(FileKind::Symlink)),
+        "{err:?}"
+    );
 }
 
 #[test]

@@ -51,6 +51,14 @@ pub struct ListDirArgs {
     /// Directory to list; the workspace root when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// Skip this many entries first (0-based), to page through a long
+    /// listing; the footer gives the offset to continue from.
+    #[serde(default)]
+    pub offset: u64,
+    /// Show at most this many entries. Omit for all that fit the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
 }
 
 /// Arguments of `glob`.
@@ -67,6 +75,14 @@ pub struct GlobArgs {
     /// global git excludes, and skip the .git directory.
     #[serde(default = "yes")]
     pub respect_gitignore: bool,
+    /// Skip this many files first (0-based), to page through a long
+    /// result list; the footer gives the offset to continue from.
+    #[serde(default)]
+    pub offset: u64,
+    /// Show at most this many files. Omit for all that fit the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u64>,
 }
 
 impl GlobArgs {
@@ -76,6 +92,8 @@ impl GlobArgs {
             pattern: pattern.into(),
             path: None,
             respect_gitignore: true,
+            offset: 0,
+            limit: None,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! The file is read, decoded as UTF-8 (a byte-order mark is kept aside and
 //! written back), edited in memory, and replaced through [`crate::atomic`],
 //! all under the path's write lock so two edits of one file never lose an
-//! update. Matching is described in [`matching`].
+//! update. Matching is described in [`matching`] and [`crate::tolerant`].
+//! In multi_edit, line numbers in messages are those of the file as read,
+//! before the call's earlier edits moved lines.
 
 use std::io::Read;
 use std::sync::PoisonError;
@@ -50,7 +52,13 @@ impl FileTools {
 
         let loaded = self.load_for_edit(&path)?;
         let ending = ending_for(&loaded.text, [&edit]);
-        let (edited, outcome) = matching::apply(&loaded.text, &edit, ending, path.display())?;
+        let context = matching::Context {
+            path: path.display(),
+            ending,
+            max_bytes: self.max_text_bytes(&loaded),
+            origin: &matching::same_line,
+        };
+        let (edited, outcome) = matching::apply(&loaded.text, &edit, &context)?;
         self.store(&path, &loaded, &[edited.as_bytes()])?;
         Ok(format!("edited {path}: {}", outcome.describe()))
     }
@@ -76,11 +84,9 @@ impl FileTools {
         let mut loaded = self.load_for_edit(&path)?;
         let ending = ending_for(&loaded.text, &edits);
         let text = std::mem::take(&mut loaded.text);
-        let (edited, outcomes) =
-            batch::apply_all(text, &edits, ending, path.display()).map_err(|failure| {
-                earlier_edits_note(failure.error, failure.index, failure.in_original)
-                    .with_prefix(prefix(failure.index))
-            })?;
+        let max_bytes = self.max_text_bytes(&loaded);
+        let (edited, outcomes) = batch::apply_all(text, &edits, ending, path.display(), max_bytes)
+            .map_err(|failure| failure.error.with_prefix(prefix(failure.index)))?;
         let (before_gap, after_gap) = edited.parts();
         self.store(&path, &loaded, &[before_gap, after_gap])?;
 
@@ -179,6 +185,13 @@ impl FileTools {
         Ok(Loaded { text, bom, meta })
     }
 
+    /// The largest edited text that fits the file limit with its
+    /// byte-order mark.
+    fn max_text_bytes(&self, loaded: &Loaded) -> u64 {
+        let bom = if loaded.bom { UTF8_BOM.len() as u64 } else { 0 };
+        self.limits().max_file_bytes.saturating_sub(bom)
+    }
+
     /// Writes the edited text (in parts) back with the file's byte-order mark.
     fn store(&self, path: &ConfinedPath, loaded: &Loaded, text: &[&[u8]]) -> ToolResult<()> {
         let mut parts: Vec<&[u8]> = Vec::with_capacity(text.len() + 1);
@@ -188,23 +201,6 @@ impl FileTools {
         parts.extend_from_slice(text);
         atomic::replace(self.workspace(), path, &parts, Some(&loaded.meta))
     }
-}
-
-/// A `no_match` after other edits of the same call may come from those
-/// edits having changed the text; say so when old_string was in the file.
-fn earlier_edits_note(err: ToolError, index: usize, in_original: bool) -> ToolError {
-    if err.code() != ErrorCode::NoMatch || index == 0 || !in_original {
-        return err;
-    }
-    let earlier = if index == 1 {
-        "edit 1 of this call".to_string()
-    } else {
-        format!("edits 1 to {index} of this call")
-    };
-    let note = format!(
-        "\nold_string is in the file as it was before this call, so {earlier} changed it (each edit applies to the result of the ones before)"
-    );
-    ToolError::new(err.code(), format!("{}{note}", err.message()))
 }
 
 fn edit_of(spec: &EditSpec) -> Edit<'_> {

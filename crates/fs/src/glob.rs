@@ -1,12 +1,14 @@
 //! `glob`: files by pattern, most recently modified first.
 
+use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
 
+use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
-use ignore::WalkState;
 
-use crate::{FileTools, GlobArgs, walk};
+use crate::walk::{Flow, Walk, skipped_note};
+use crate::{FileTools, GlobArgs, cancelled, page};
 
 /// What `glob` prints when nothing matches (a success).
 pub const NO_MATCHES: &str = "(no matches)";
@@ -14,10 +16,16 @@ pub const NO_MATCHES: &str = "(no matches)";
 impl FileTools {
     /// Finds files whose path relative to the base matches the pattern.
     pub fn glob(&self, args: &GlobArgs) -> ToolResult<String> {
+        self.glob_with(args, &AtomicBool::new(false))
+    }
+
+    /// [`glob`](Self::glob), stopping with an error once `cancel` is set.
+    pub fn glob_with(&self, args: &GlobArgs, cancel: &AtomicBool) -> ToolResult<String> {
         let ws = self.workspace();
+        page::check_limit(args.limit)?;
         let base = ws.resolve_dir(args.path.as_deref(), "glob searches a directory")?;
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
-        let pattern = absolute_to_relative(pattern, base.abs());
+        let pattern = absolute_to_relative(pattern, base.abs(), ws);
         let matcher = GlobBuilder::new(&pattern)
             .literal_separator(true)
             .backslash_escape(true)
@@ -31,49 +39,82 @@ impl FileTools {
             })?
             .compile_matcher();
 
-        let base_abs = base.abs().to_path_buf();
-        let walker = walk::walker(&base_abs, args.respect_gitignore);
-        let mut found: Vec<(SystemTime, String)> = walk::collect_parallel(
-            &walker,
+        let walk = Walk {
+            workspace: ws,
+            base: &base,
+            respect_gitignore: args.respect_gitignore,
+            cancel,
+        };
+        let mut walked = walk.run(
             || (),
-            |_, entry, found| {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let Ok(rel) = entry.path().strip_prefix(&base_abs) else {
-                    return WalkState::Continue;
-                };
-                if matcher.is_match(rel) {
+            |_, entry, sink| {
+                if matcher.is_match(entry.rel) {
                     let modified = entry
-                        .metadata()
+                        .dir
+                        .symlink_metadata(entry.name)
                         .ok()
                         .and_then(|m| m.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
-                    found.push((modified, ws.display_abs(entry.path())));
+                        .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
+                    sink.found
+                        .push((modified, quote_text(entry.shown).into_owned()));
                 }
-                WalkState::Continue
+                Flow::Continue
             },
-        );
+        )?;
+        if walked.cancelled {
+            return Err(cancelled());
+        }
+        let mut found = walked.found;
+        let note = skipped_note(&mut walked.skipped);
         if found.is_empty() {
-            return Ok(NO_MATCHES.to_string());
+            return Ok(format!("{NO_MATCHES}{}", with_newline_before(&note)));
         }
         found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let mut out = String::with_capacity(found.iter().map(|f| f.1.len() + 1).sum());
-        for (_, path) in found {
-            out.push_str(&path);
-            out.push('\n');
-        }
+        let lines: Vec<String> = found.into_iter().map(|(_, path)| path + "\n").collect();
+        let total = lines.len() as u64;
+        let mut out = String::new();
+        let end = page::page_lines(
+            &mut out,
+            lines.iter().map(String::as_str),
+            total,
+            args.offset,
+            args.limit,
+            self.limits().max_output_bytes.saturating_sub(note.len()),
+        );
+        out.push_str(&page::footer(total, args.offset, end));
+        out.push_str(&note);
         Ok(out)
     }
 }
 
-/// Accepts an absolute pattern that starts with the base directory.
-fn absolute_to_relative(pattern: &str, base: &std::path::Path) -> String {
-    let base = base.to_string_lossy();
-    // The root's path may end in a separator; the pattern's rest starts with one.
-    let base = base.trim_end_matches('/');
-    match pattern.strip_prefix(base) {
-        Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/').to_string(),
-        _ => pattern.to_string(),
+fn with_newline_before(note: &str) -> String {
+    if note.is_empty() {
+        String::new()
+    } else {
+        format!("\n{note}")
     }
+}
+
+/// Accepts an absolute pattern that starts with the base directory, in
+/// either spelling of the root.
+fn absolute_to_relative(
+    pattern: &str,
+    base: &std::path::Path,
+    ws: &agent_tools_confine::Workspace,
+) -> String {
+    let mut spellings = vec![base.to_path_buf()];
+    if let (Some(given), Some(rel)) = (ws.given_root(), ws.strip_root(base)) {
+        spellings.push(given.join(rel));
+    }
+    for base in spellings {
+        let base = base.to_string_lossy();
+        // The root's path may end in a separator; the pattern's rest starts with one.
+        let base = base.trim_end_matches('/');
+        if let Some(rest) = pattern.strip_prefix(base)
+            && rest.starts_with('/')
+        {
+            return rest.trim_start_matches('/').to_string();
+        }
+    }
+    pattern.to_string()
 }

@@ -1,19 +1,24 @@
 //! `grep`: ripgrep's own crates, in process, with deterministic paged output.
 //!
-//! The walk is parallel; each thread searches the files it visits and keeps
-//! what it found. Results are then sorted by path (and line), so the same
-//! search always prints the same thing, and paged with `offset`/`head_limit`.
+//! The walk is parallel (see `walk`); each thread searches the files it
+//! visits, opened through their directory's handle, and keeps what it found.
+//! Results are then sorted by path (and line), so the same search always
+//! prints the same thing, and paged with `offset`/`head_limit`. Files are
+//! searched as streams, so their size does not matter; only a line (or, in
+//! multiline mode, a file) larger than `max_file_bytes` cannot be searched.
 
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use agent_tools_confine::{OpenRegularError, open_regular_at, quote_text};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::truncate_line;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use ignore::WalkState;
 
-use crate::{FileTools, GrepArgs, OutputMode, walk};
+use crate::walk::{Flow, Skipped, Walk, skipped_note};
+use crate::{FileTools, GrepArgs, OutputMode, cancelled, page};
 
 /// What `grep` prints when nothing matches (a success).
 pub const NO_MATCHES: &str = "(no matches)";
@@ -31,6 +36,7 @@ struct Line {
 
 #[derive(Debug)]
 struct FileHits {
+    /// The path as printed (quoted when it needs to be).
     path: String,
     lines: Vec<Line>,
     matches: u64,
@@ -65,6 +71,9 @@ struct Collector<'a> {
     budget: &'a Budget,
     mode: OutputMode,
     multiline: bool,
+    cancel: &'a AtomicBool,
+    /// Binary data was met (the search stopped there).
+    binary: bool,
 }
 
 impl Collector<'_> {
@@ -108,11 +117,14 @@ impl Sink for Collector<'_> {
             // Files mode needs one match a file; count mode goes on.
             return Ok(self.mode == OutputMode::Count && !self.budget.is_cut());
         }
-        let mut more = true;
+        // A multiline match may span the whole file: stop taking its lines
+        // once the budget is spent, rather than after all of them.
         for (index, line) in mat.lines().enumerate() {
-            more &= self.push(first + index as u64, true, line);
+            if !self.push(first + index as u64, true, line) {
+                return Ok(false);
+            }
         }
-        Ok(more && !self.budget.is_cut())
+        Ok(!self.budget.is_cut() && !self.cancel.load(Ordering::Relaxed))
     }
 
     fn context(
@@ -121,13 +133,57 @@ impl Sink for Collector<'_> {
         ctx: &SinkContext<'_>,
     ) -> Result<bool, Self::Error> {
         let more = self.push(ctx.line_number().unwrap_or(0), false, ctx.bytes());
-        Ok(more && !self.budget.is_cut())
+        Ok(more && !self.budget.is_cut() && !self.cancel.load(Ordering::Relaxed))
     }
+
+    fn binary_data(
+        &mut self,
+        _searcher: &Searcher,
+        _binary_byte_offset: u64,
+    ) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// A file being searched, read in blocks that each check the cancel flag:
+/// a long scan with no match never reaches the sink, so the reader is where
+/// a cancel is noticed.
+struct CancellableRead<'a, R> {
+    inner: R,
+    cancel: &'a AtomicBool,
+    /// The file itself failed to read (as opposed to the searcher refusing).
+    failed: bool,
+}
+
+impl<R: Read> Read for CancellableRead<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        let read = self.inner.read(buf);
+        self.failed |= read.is_err();
+        read
+    }
+}
+
+/// Why one file gave no results.
+enum Unsearched {
+    /// Binary data before any match: skipped by policy.
+    Binary,
+    /// The search failed (a read error, or a line or multiline file over
+    /// the memory bound).
+    Failed(String),
 }
 
 impl FileTools {
     /// Searches file contents. See SPEC.md for the output formats.
     pub fn grep(&self, args: &GrepArgs) -> ToolResult<String> {
+        self.grep_with(args, &AtomicBool::new(false))
+    }
+
+    /// [`grep`](Self::grep), stopping with an error once `cancel` is set.
+    pub fn grep_with(&self, args: &GrepArgs, cancel: &AtomicBool) -> ToolResult<String> {
         let ws = self.workspace();
         let base = ws.resolve_or_root(args.path.as_deref())?;
         let matcher = build_matcher(args)?;
@@ -155,6 +211,7 @@ impl FileTools {
                 .saturating_mul(COLLECT_FACTOR),
             cut: AtomicBool::new(false),
         };
+        let max_file_bytes = usize::try_from(self.limits().max_file_bytes).unwrap_or(usize::MAX);
         let make_searcher = || {
             SearcherBuilder::new()
                 .line_number(true)
@@ -162,66 +219,132 @@ impl FileTools {
                 .before_context(before)
                 .after_context(after)
                 .binary_detection(BinaryDetection::quit(0))
+                // Files are streamed; what must fit in memory is one line
+                // (with its context), or the whole file in multiline mode.
+                .heap_limit(Some(max_file_bytes))
                 .build()
         };
-        let max_file_bytes = self.limits().max_file_bytes;
         let search_one = |searcher: &mut Searcher,
-                          path: &std::path::Path,
-                          display: String|
-         -> Option<FileHits> {
+                          file: std::fs::File,
+                          shown: String|
+         -> Result<Option<FileHits>, Unsearched> {
             let mut collector = Collector {
                 hits: FileHits {
-                    path: display,
+                    path: shown,
                     lines: Vec::new(),
                     matches: 0,
                 },
                 budget: &budget,
                 mode,
                 multiline: args.multiline,
+                cancel,
+                binary: false,
             };
-            // Unreadable files are skipped, like ripgrep without --debug.
-            searcher.search_path(&matcher, path, &mut collector).ok()?;
-            (collector.hits.matches > 0).then_some(collector.hits)
+            let mut reader = CancellableRead {
+                inner: file,
+                cancel,
+                failed: false,
+            };
+            if let Err(err) = searcher.search_reader(&matcher, &mut reader, &mut collector) {
+                if cancel.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                let why = if reader.failed {
+                    format!("read error: {err}")
+                } else {
+                    // The reader did not fail and the sink never does: the
+                    // searcher stopped at its memory bound.
+                    memory_bound(args.multiline, max_file_bytes)
+                };
+                return Err(Unsearched::Failed(why));
+            }
+            if collector.hits.matches > 0 {
+                Ok(Some(collector.hits))
+            } else if collector.binary {
+                Err(Unsearched::Binary)
+            } else {
+                Ok(None)
+            }
         };
 
-        let mut found: Vec<FileHits> = if meta.is_file() {
-            if meta.len() > max_file_bytes {
-                Vec::new()
-            } else {
-                let mut searcher = make_searcher();
-                search_one(&mut searcher, base.abs(), base.display().to_string())
-                    .into_iter()
-                    .collect()
+        let mut skipped: Vec<Skipped> = Vec::new();
+        let mut found: Vec<FileHits> = if !meta.is_dir() {
+            // One file, named by the caller: anything that keeps it from
+            // being searched is an error, never a silent "(no matches)".
+            let (file, _) = ws.open_regular(&base, "grep searches a file or a directory")?;
+            let mut searcher = make_searcher();
+            match search_one(&mut searcher, file, base.display().to_string()) {
+                Ok(hits) => hits.into_iter().collect(),
+                Err(Unsearched::Binary) => {
+                    return Err(ToolError::new(
+                        ErrorCode::IsBinary,
+                        format!("{base}: appears to be a binary file; grep searches text only"),
+                    ));
+                }
+                Err(Unsearched::Failed(why)) => {
+                    return Err(ToolError::new(
+                        ErrorCode::IoError,
+                        format!("{base}: cannot be searched: {why}"),
+                    ));
+                }
             }
         } else {
             // The glob only narrows the walk: it is applied to the files the
             // ignore policy lets through, never used to bring ignored ones back.
-            let base_abs = base.abs();
-            let walker = walk::walker(base_abs, true);
-            walk::collect_parallel(&walker, make_searcher, |searcher, entry, found| {
+            let walk = Walk {
+                workspace: ws,
+                base: &base,
+                respect_gitignore: true,
+                cancel,
+            };
+            let walked = walk.run(make_searcher, |searcher, entry, sink| {
                 if budget.is_cut() {
-                    return WalkState::Quit;
-                }
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
+                    return Flow::Quit;
                 }
                 if let Some(filter) = &filter
-                    && !filter.allows(entry.path(), base_abs)
+                    && !filter.allows(entry.rel, entry.name)
                 {
-                    return WalkState::Continue;
+                    return Flow::Continue;
                 }
-                if entry.metadata().is_ok_and(|m| m.len() > max_file_bytes) {
-                    return WalkState::Continue;
+                let file = match open_regular_at(entry.dir, std::path::Path::new(entry.name)) {
+                    Ok((file, _)) => file,
+                    Err(OpenRegularError::NotRegular(kind)) => {
+                        sink.skipped
+                            .push(Skipped::new(entry.shown, format!("it became {kind}")));
+                        return Flow::Continue;
+                    }
+                    Err(OpenRegularError::Io(err)) => {
+                        sink.skipped
+                            .push(Skipped::new(entry.shown, format!("cannot open: {err}")));
+                        return Flow::Continue;
+                    }
+                };
+                match search_one(searcher, file, quote_text(entry.shown).into_owned()) {
+                    Ok(Some(hits)) => sink.found.push(hits),
+                    Ok(None) | Err(Unsearched::Binary) => {}
+                    Err(Unsearched::Failed(why)) => {
+                        sink.skipped.push(Skipped::new(entry.shown, why));
+                    }
                 }
-                if let Some(hits) = search_one(searcher, entry.path(), ws.display_abs(entry.path()))
-                {
-                    found.push(hits);
-                }
-                WalkState::Continue
-            })
+                Flow::Continue
+            })?;
+            skipped = walked.skipped;
+            walked.found
         };
+        if cancel.load(Ordering::Relaxed) {
+            return Err(cancelled());
+        }
         found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        Ok(self.render_grep(args, &found, before > 0 || after > 0, budget.is_cut()))
+        let note = skipped_note(&mut skipped);
+        let mut out = self.render_grep(
+            args,
+            &found,
+            before > 0 || after > 0,
+            budget.is_cut(),
+            note.len(),
+        );
+        out.push_str(&note);
+        Ok(out)
     }
 
     fn render_grep(
@@ -230,123 +353,50 @@ impl FileTools {
         found: &[FileHits],
         with_context: bool,
         cut: bool,
+        room_for_notes: usize,
     ) -> String {
         let total: u64 = match args.output_mode {
             OutputMode::Content => found.iter().map(|f| f.matches).sum(),
             _ => found.len() as u64,
         };
         let offset = args.offset;
-        let end = args
-            .head_limit
-            .map_or(total, |limit| offset.saturating_add(limit).min(total));
-        // Keep room for the footer so the facade's cut never removes it.
-        let budget = self.limits().max_output_bytes.saturating_sub(400);
+        let max_output = self
+            .limits()
+            .max_output_bytes
+            .saturating_sub(room_for_notes);
         let mut out = String::new();
-        let mut shown_end = offset.min(total);
-        let mut budget_hit = false;
 
-        match args.output_mode {
+        let page = match args.output_mode {
             OutputMode::FilesWithMatches | OutputMode::Count => {
-                for (index, hits) in found
-                    .iter()
-                    .enumerate()
-                    .skip(offset as usize)
-                    .take((end.saturating_sub(offset)) as usize)
-                {
-                    let line = match args.output_mode {
-                        OutputMode::Count => format!("{}:{}\n", hits.path, hits.matches),
-                        _ => format!("{}\n", hits.path),
-                    };
-                    if out.len() + line.len() > budget && index as u64 > offset {
-                        budget_hit = true;
-                        break;
-                    }
-                    out.push_str(&line);
-                    shown_end = index as u64 + 1;
-                }
+                let lines = found.iter().map(|hits| match args.output_mode {
+                    OutputMode::Count => format!("{}:{}\n", hits.path, hits.matches),
+                    _ => format!("{}\n", hits.path),
+                });
+                let lines: Vec<String> = lines.collect();
+                page::page_lines(
+                    &mut out,
+                    lines.iter().map(String::as_str),
+                    total,
+                    offset,
+                    args.head_limit,
+                    max_output,
+                )
             }
-            OutputMode::Content => {
-                let before = u64::from(args.before_context.unwrap_or(args.context));
-                let after = u64::from(args.after_context.unwrap_or(args.context));
-                // `ordinal` numbers the matching lines across all files.
-                let mut ordinal = 0u64;
-                let mut last_printed: Option<(usize, u64)> = None;
-                'files: for (file_index, hits) in found.iter().enumerate() {
-                    if ordinal >= end {
-                        break;
-                    }
-                    if ordinal + hits.matches <= offset {
-                        ordinal += hits.matches;
-                        continue;
-                    }
-                    let match_lines = hits.lines.iter().filter(|l| l.is_match);
-                    for matched in match_lines {
-                        let this = ordinal;
-                        ordinal += 1;
-                        if this < offset {
-                            continue;
-                        }
-                        if this >= end {
-                            break 'files;
-                        }
-                        // The lines of this match's group not printed yet.
-                        let low = matched.number.saturating_sub(before);
-                        let high = matched.number.saturating_add(after);
-                        let mut group = String::new();
-                        let mut previous = last_printed;
-                        for line in &hits.lines {
-                            if line.number < low || line.number > high {
-                                continue;
-                            }
-                            if previous.is_some_and(|(f, n)| f == file_index && n >= line.number) {
-                                continue;
-                            }
-                            if with_context
-                                && let Some((last_file, last_number)) = previous
-                                && (last_file != file_index || last_number + 1 != line.number)
-                            {
-                                group.push_str("--\n");
-                            }
-                            let separator = if line.is_match { ':' } else { '-' };
-                            group.push_str(&format!(
-                                "{}{separator}{}{separator}{}\n",
-                                hits.path, line.number, line.text
-                            ));
-                            previous = Some((file_index, line.number));
-                        }
-                        // Stop before a group that does not fit, but always
-                        // show at least one.
-                        if out.len() + group.len() > budget && shown_end > offset {
-                            budget_hit = true;
-                            break 'files;
-                        }
-                        out.push_str(&group);
-                        last_printed = previous;
-                        shown_end = this + 1;
-                    }
-                }
-            }
-        }
+            OutputMode::Content => render_content(
+                &mut out,
+                args,
+                found,
+                with_context,
+                total,
+                max_output.saturating_sub(page::FOOTER_ROOM),
+            ),
+        };
 
         if total == 0 {
             out.push_str(NO_MATCHES);
             out.push('\n');
-        } else if offset >= total {
-            out.push_str(&format!(
-                "[offset {offset} is past the end of {total} results; page from offset=0]\n"
-            ));
-        } else if shown_end < total {
-            let why = if budget_hit {
-                "output limit reached; "
-            } else {
-                ""
-            };
-            out.push_str(&format!(
-                "[{why}showing {}..{} of {total}; call again with offset={} for more]\n",
-                offset + 1,
-                shown_end,
-                shown_end
-            ));
+        } else {
+            out.push_str(&page::footer(total, offset, page));
         }
         if cut {
             out.push_str(&format!(
@@ -355,6 +405,103 @@ impl FileTools {
             ));
         }
         out
+    }
+}
+
+/// Content mode: each matching line with its context, `--` between groups
+/// that are not adjacent. The lines of a file are sorted, so one cursor per
+/// file walks them once: the cost is linear in the lines gathered, however
+/// many matches share them.
+fn render_content(
+    out: &mut String,
+    args: &GrepArgs,
+    found: &[FileHits],
+    with_context: bool,
+    total: u64,
+    budget: usize,
+) -> page::PageEnd {
+    let offset = args.offset;
+    let end = page::requested_end(offset, args.head_limit, total);
+    let before = u64::from(args.before_context.unwrap_or(args.context));
+    let after = u64::from(args.after_context.unwrap_or(args.context));
+    let mut page = page::PageEnd {
+        shown_end: offset.min(total),
+        budget_hit: false,
+    };
+    // `ordinal` numbers the matching lines across all files.
+    let mut ordinal = 0u64;
+    let mut last_printed: Option<(usize, u64)> = None;
+    let mut group = String::new();
+    'files: for (file_index, hits) in found.iter().enumerate() {
+        if ordinal >= end {
+            break;
+        }
+        if ordinal + hits.matches <= offset {
+            ordinal += hits.matches;
+            continue;
+        }
+        // The first line of this file not printed yet.
+        let mut cursor = 0usize;
+        for matched in hits.lines.iter().filter(|l| l.is_match) {
+            let this = ordinal;
+            ordinal += 1;
+            if this < offset {
+                continue;
+            }
+            if this >= end {
+                break 'files;
+            }
+            let low = matched.number.saturating_sub(before);
+            let high = matched.number.saturating_add(after);
+            while cursor < hits.lines.len() && hits.lines[cursor].number < low {
+                cursor += 1;
+            }
+            group.clear();
+            let mut previous = last_printed;
+            let mut next = cursor;
+            while next < hits.lines.len() && hits.lines[next].number <= high {
+                let line = &hits.lines[next];
+                next += 1;
+                if previous.is_some_and(|(f, n)| f == file_index && n >= line.number) {
+                    continue;
+                }
+                if with_context
+                    && let Some((last_file, last_number)) = previous
+                    && (last_file != file_index || last_number + 1 != line.number)
+                {
+                    group.push_str("--\n");
+                }
+                let separator = if line.is_match { ':' } else { '-' };
+                group.push_str(&format!(
+                    "{}{separator}{}{separator}{}\n",
+                    hits.path, line.number, line.text
+                ));
+                previous = Some((file_index, line.number));
+            }
+            // Stop before a group that does not fit, but always show at
+            // least one.
+            if out.len() + group.len() > budget && page.shown_end > offset {
+                page.budget_hit = true;
+                break 'files;
+            }
+            out.push_str(&group);
+            cursor = next;
+            last_printed = previous;
+            page.shown_end = this + 1;
+        }
+    }
+    page
+}
+
+/// Why the searcher gave up on a file at its memory bound, in words an agent
+/// can act on.
+fn memory_bound(multiline: bool, max_file_bytes: usize) -> String {
+    if multiline {
+        format!(
+            "a multiline search holds the whole file in memory, and it is over the {max_file_bytes} byte limit; search it without multiline"
+        )
+    } else {
+        format!("it has a line over the {max_file_bytes} byte limit")
     }
 }
 
@@ -406,15 +553,9 @@ impl NameFilter {
         })
     }
 
-    fn allows(&self, path: &std::path::Path, base: &std::path::Path) -> bool {
-        let subject = if self.whole_path {
-            path.strip_prefix(base).unwrap_or(path)
-        } else {
-            match path.file_name() {
-                Some(name) => std::path::Path::new(name),
-                None => path,
-            }
-        };
+    /// `rel` is the path relative to the search base, `name` its last part.
+    fn allows(&self, rel: &str, name: &str) -> bool {
+        let subject = if self.whole_path { rel } else { name };
         self.matcher.is_match(subject) != self.negated
     }
 }

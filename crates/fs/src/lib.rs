@@ -33,7 +33,9 @@ mod glob;
 mod grep;
 mod list;
 mod lock;
+mod page;
 mod read;
+pub mod tolerant;
 mod walk;
 mod write;
 
@@ -50,6 +52,14 @@ pub fn write_atomic(workspace: &Workspace, path: &ConfinedPath, data: &[u8]) -> 
         Err(err) => return Err(err),
     };
     atomic::replace(workspace, path, &[data], existing.as_ref())
+}
+
+/// The envelope field that marks an error as the result of a cancelled call.
+pub const CANCELLED_FIELD: &str = "cancelled";
+
+/// The error a read tool returns when its cancel flag was set mid-way.
+pub(crate) fn cancelled() -> agent_tools_error::ToolError {
+    agent_tools_error::ToolError::internal("call cancelled").with_field(CANCELLED_FIELD, true)
 }
 
 /// Size limits shared by the file tools.

@@ -12,7 +12,9 @@ use agent_tools_text::{
     truncate_line, utf8_boundary,
 };
 
-use crate::{FileTools, ReadFileArgs};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::{FileTools, ReadFileArgs, cancelled};
 
 /// What `read_file` prints for a file with no lines.
 pub const EMPTY_FILE: &str = "(empty file)";
@@ -23,6 +25,13 @@ const TAIL_BLOCK: u64 = 64 * 1024;
 impl FileTools {
     /// Reads a text file as numbered lines. See the crate docs and SPEC.md.
     pub fn read_file(&self, args: &ReadFileArgs) -> ToolResult<String> {
+        self.read_file_with(args, &AtomicBool::new(false))
+    }
+
+    /// [`read_file`](Self::read_file), stopping with an error once `cancel`
+    /// is set (only the streaming scans of a large file take long enough to
+    /// check it).
+    pub fn read_file_with(&self, args: &ReadFileArgs, cancel: &AtomicBool) -> ToolResult<String> {
         if args.offset == 0 {
             return Err(ToolError::invalid_input(
                 "offset must be a 1-based line number, or negative to read the last lines; 0 is not a line",
@@ -32,30 +41,31 @@ impl FileTools {
             return Err(ToolError::invalid_input("limit must be at least 1"));
         }
         let path = self.workspace().resolve(&args.path)?;
-        let meta = self.workspace().metadata(&path)?;
-        if meta.is_dir() {
-            return Err(ToolError::new(
-                ErrorCode::NotAFile,
-                format!("{path}: is a directory; use list_dir to see its entries"),
-            ));
-        }
-        let mut file = self.workspace().open_file(&path)?;
+        // Regular files only, checked on the opened descriptor: a FIFO
+        // would block, a device would never end.
+        let (mut file, meta) = self
+            .workspace()
+            .open_regular(&path, "use list_dir to see its entries")?;
         let size = meta.len();
-        if size > self.limits().max_file_bytes {
-            if args.offset < 0 {
-                return self.read_tail_of_large_file(&path, &mut file, size, args);
-            }
-            return Err(ToolError::new(
+        let max = self.limits().max_file_bytes;
+        let too_large = |size: String| {
+            ToolError::new(
                 ErrorCode::TooLarge,
                 format!(
-                    "{path}: {size} bytes is over the {} byte limit; read its end with a negative offset (e.g. offset=-100), or search it with grep",
-                    self.limits().max_file_bytes
+                    "{path}: {size} bytes is over the {max} byte limit; read its end with a negative offset (e.g. offset=-100), or search it with grep"
                 ),
-            ));
+            )
+        };
+        if size > max {
+            if args.offset < 0 {
+                return self.read_tail_of_large_file(&path, &mut file, size, args, cancel);
+            }
+            return Err(too_large(size.to_string()));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        file.read_to_end(&mut bytes)
-            .map_err(|err| self.workspace().io_error(&err, &path))?;
+        // Bounded even so: the file may have grown since its size was read.
+        let bytes = crate::walk::read_bounded(&mut file, max)
+            .map_err(|err| self.workspace().io_error(&err, &path))?
+            .ok_or_else(|| too_large(format!("at least {}", max.saturating_add(1))))?;
         let text = decode_for_reading(&path, &bytes)?;
         let lines = split_lines(&text);
         if lines.is_empty() {
@@ -115,6 +125,7 @@ impl FileTools {
         file: &mut File,
         size: u64,
         args: &ReadFileArgs,
+        cancel: &AtomicBool,
     ) -> ToolResult<String> {
         let io = |err: std::io::Error| self.workspace().io_error(&err, path);
         let mut head = vec![0u8; agent_tools_text::BINARY_SNIFF_BYTES];
@@ -138,7 +149,9 @@ impl FileTools {
         // Real line numbers need the count of lines before the tail; counting
         // newlines streams the file in blocks and never holds it whole.
         file.seek(SeekFrom::Start(0)).map_err(io)?;
-        let before = count_newlines(&mut (&mut *file).take(start)).map_err(io)?;
+        let before = count_newlines(&mut (&mut *file).take(start), cancel)
+            .map_err(io)?
+            .ok_or_else(cancelled)?;
         let skip_bom = if start == 0 { encoding.bom().len() } else { 0 };
         file.seek(SeekFrom::Start(start + skip_bom as u64))
             .map_err(io)?;
@@ -387,13 +400,17 @@ fn read_lines_forward(
     Ok(lines)
 }
 
-fn count_newlines(reader: &mut impl Read) -> std::io::Result<usize> {
+/// Counts the newlines `reader` holds; `None` when `cancel` was set first.
+fn count_newlines(reader: &mut impl Read, cancel: &AtomicBool) -> std::io::Result<Option<usize>> {
     let mut buf = vec![0u8; 256 * 1024];
     let mut count = 0;
     loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let n = reader.read(&mut buf)?;
         if n == 0 {
-            return Ok(count);
+            return Ok(Some(count));
         }
         // A counting loop, not a search: memchr's per-match cost adds up on
         // files with short lines.

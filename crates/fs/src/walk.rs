@@ -1,108 +1,716 @@
-//! The one walking policy `glob` and `grep` share: hidden files included,
-//! the git ignore stack respected on request (even outside a git repository),
-//! `.git/` skipped with it, symlinks not followed.
+//! The one walk `glob` and `grep` share: hidden files included, the git
+//! ignore stack respected on request (even outside a git repository), `.git/`
+//! skipped with it, symlinks never followed, and every directory and file
+//! opened relative to its parent's descriptor.
+//!
+//! Why this is written by hand: the walkers of the ecosystem (`ignore`,
+//! `walkdir`, `jwalk`) open directories, files and ignore files by absolute
+//! name, so a symlink swapped in mid-walk leads out of the root, and an
+//! ignore file that is a symlink, a FIFO or a device is followed, blocks, or
+//! is read without bound. No library walks by descriptor while honouring
+//! gitignore, so this module does the walking with cap-std directory handles
+//! (each entry opened beneath its parent, without following a final
+//! symlink) and only borrows the ignore crate's gitignore *matcher*, fed
+//! with the contents of ignore files read through the same handles.
+//!
+//! The walk is parallel: a shared stack of directories to read, one worker
+//! per core (at most 12). A worker reads one directory, hands its
+//! subdirectories to the stack, then visits its files itself, so threads
+//! only meet on the stack once per directory.
 
-use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use ignore::{WalkBuilder, WalkState};
+use agent_tools_confine::{
+    ConfinedPath, FileKind, OpenRegularError, Workspace, open_regular_at, quote_os, quote_text,
+};
+use agent_tools_error::ToolResult;
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// A parallel walker over `base` with the shared policy.
-pub(crate) fn walker(base: &Path, respect_gitignore: bool) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(base);
-    builder
-        .hidden(false)
-        .follow_links(false)
-        .parents(respect_gitignore)
-        .ignore(respect_gitignore)
-        .git_ignore(respect_gitignore)
-        .git_global(respect_gitignore)
-        .git_exclude(respect_gitignore)
-        // Agents work in fresh checkouts and scratch folders alike: a
-        // .gitignore means the same with or without a .git directory.
-        .require_git(false)
-        .threads(worker_threads());
-    if respect_gitignore {
-        builder.filter_entry(|entry| entry.file_name() != ".git");
+/// An ignore file larger than this is skipped (with a note): real ones are
+/// a few kilobytes, and reading one is done before any file of its
+/// directory is visited.
+pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The most skipped paths a note names one by one.
+const MAX_NAMED_SKIPS: usize = 10;
+
+/// Something the walk (or a visitor) could not look at, said in a note.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Skipped {
+    /// The path as shown (already quoted when it needs to be).
+    pub path: String,
+    /// Why, in a few words.
+    pub why: String,
+}
+
+impl Skipped {
+    pub(crate) fn new(raw_path: &str, why: impl Into<String>) -> Self {
+        Skipped {
+            path: quote_text(raw_path).into_owned(),
+            why: why.into(),
+        }
     }
-    builder
+}
+
+/// The note listing skipped paths, or nothing. Sorted, so the same tree
+/// always gives the same note; at most [`MAX_NAMED_SKIPS`] named.
+pub(crate) fn skipped_note(skipped: &mut [Skipped]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    skipped.sort_unstable();
+    let named: Vec<String> = skipped
+        .iter()
+        .take(MAX_NAMED_SKIPS)
+        .map(|s| format!("{} ({})", s.path, s.why))
+        .collect();
+    let more = skipped.len().saturating_sub(MAX_NAMED_SKIPS);
+    let more = if more > 0 {
+        format!("; and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "[note: {} path{} not looked at: {}{more}]\n",
+        skipped.len(),
+        if skipped.len() == 1 { " was" } else { "s were" },
+        named.join("; ")
+    )
+}
+
+/// A regular file the walk found (by its directory entry; the visitor opens
+/// it through `dir` with [`open_regular_at`], which checks again).
+pub(crate) struct FileEntry<'a> {
+    /// The directory holding it.
+    pub dir: &'a Dir,
+    /// Its name in `dir`.
+    pub name: &'a str,
+    /// Its path relative to the walk's base, `/`-separated.
+    pub rel: &'a str,
+    /// Its path as printed (relative to the root), not yet quoted.
+    pub shown: &'a str,
+}
+
+/// What a visitor tells the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    /// Stop the whole walk (a budget was reached).
+    Quit,
+}
+
+/// What a walk gathered.
+pub(crate) struct Walked<T> {
+    pub found: Vec<T>,
+    pub skipped: Vec<Skipped>,
+    /// The cancel flag was seen: `found` is partial.
+    pub cancelled: bool,
+}
+
+/// The walk's settings.
+pub(crate) struct Walk<'a> {
+    pub workspace: &'a Workspace,
+    pub base: &'a ConfinedPath,
+    pub respect_gitignore: bool,
+    pub cancel: &'a AtomicBool,
+}
+
+/// Per-thread output of the walk.
+pub(crate) struct Sink<T> {
+    pub found: Vec<T>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Walk<'_> {
+    /// Walks the base directory, calling `visit` on every regular file the
+    /// policy lets through. Each worker thread keeps its own state (`init`)
+    /// and output, merged once at the end.
+    pub(crate) fn run<T, S, I, V>(&self, init: I, visit: V) -> ToolResult<Walked<T>>
+    where
+        T: Send,
+        I: Fn() -> S + Sync,
+        V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
+    {
+        let start = self.start()?;
+        let shared = Shared {
+            queue: Mutex::new(Queue {
+                jobs: vec![start.job],
+                active: 0,
+            }),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+            cancel: self.cancel,
+            respect_gitignore: self.respect_gitignore,
+            global: start.global,
+            shown_prefix: start.shown_prefix,
+        };
+        let results: Mutex<Sink<T>> = Mutex::new(Sink {
+            found: Vec::new(),
+            skipped: start.skipped,
+        });
+        std::thread::scope(|scope| {
+            for _ in 0..worker_threads() {
+                scope.spawn(|| {
+                    let mut state = init();
+                    let mut sink = Sink {
+                        found: Vec::new(),
+                        skipped: Vec::new(),
+                    };
+                    while let Some(job) = shared.next_job() {
+                        shared.read_dir(job, &mut state, &visit, &mut sink);
+                        shared.finish_job();
+                    }
+                    let mut all = results.lock().unwrap_or_else(PoisonError::into_inner);
+                    all.found.append(&mut sink.found);
+                    all.skipped.append(&mut sink.skipped);
+                });
+            }
+        });
+        let sink = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+        Ok(Walked {
+            found: sink.found,
+            skipped: sink.skipped,
+            cancelled: self.cancel.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Opens the base, and (when ignoring) reads the ignore files of the
+    /// directories from the root down to it. Ignore files above the root are
+    /// never read: a parent folder may belong to someone else.
+    fn start(&self) -> ToolResult<Start> {
+        let ws = self.workspace;
+        let base = self.base;
+        let mut skipped = Vec::new();
+        let base_rel_to_root: Option<PathBuf> = ws.strip_root(base.abs()).map(Path::to_path_buf);
+        let shown_prefix = match &base_rel_to_root {
+            Some(rel) if rel.as_os_str().is_empty() => String::new(),
+            Some(rel) => format!("{}/", raw_slash(rel)),
+            None => format!("{}/", base.abs().to_string_lossy().trim_end_matches('/')),
+        };
+        let global = if self.respect_gitignore {
+            global_excludes()
+        } else {
+            None
+        };
+        let (dir, ignore, anchor_rel) = match (&base_rel_to_root, self.respect_gitignore) {
+            (Some(rel), true) => {
+                // Descend from the root one component at a time, reading each
+                // level's ignore files; the last level is the base itself.
+                let mut dir = ws.open_dir(&ws.root_path())?;
+                let mut stack: Option<Arc<IgnoreDir>> = None;
+                let mut anchor_rel = String::new();
+                let components: Vec<&OsStr> = rel.iter().collect();
+                for name in components {
+                    stack = ignore_level(&dir, stack, &anchor_rel, &mut skipped, None);
+                    dir = open_subdir(&dir, name).map_err(|err| ws.io_error(&err, base))?;
+                    if !anchor_rel.is_empty() {
+                        anchor_rel.push('/');
+                    }
+                    anchor_rel.push_str(&name.to_string_lossy());
+                }
+                (dir, stack, anchor_rel)
+            }
+            _ => (ws.open_dir(base)?, None, String::new()),
+        };
+        Ok(Start {
+            job: Job {
+                dir: JobDir::Open(dir),
+                rel: String::new(),
+                anchor_rel,
+                ignore,
+            },
+            skipped,
+            global,
+            shown_prefix,
+        })
+    }
+}
+
+struct Start {
+    job: Job,
+    skipped: Vec<Skipped>,
+    global: Option<Gitignore>,
+    shown_prefix: String,
+}
+
+/// A directory waiting to be read.
+struct Job {
+    dir: JobDir,
+    /// Relative to the base, `/`-separated, empty for the base.
+    rel: String,
+    /// Relative to the directory the ignore rules are anchored at (the root,
+    /// or the base when it lies outside an unconfined root).
+    anchor_rel: String,
+    /// The ignore rules of its parents.
+    ignore: Option<Arc<IgnoreDir>>,
+}
+
+enum JobDir {
+    /// The base, opened already.
+    Open(Dir),
+    /// A subdirectory, opened when its turn comes: queued directories hold
+    /// their parent's handle, not their own, so open descriptors stay few.
+    Child { parent: Arc<Dir>, name: String },
+}
+
+struct Queue {
+    jobs: Vec<Job>,
+    active: usize,
+}
+
+struct Shared<'a> {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    stop: AtomicBool,
+    cancel: &'a AtomicBool,
+    respect_gitignore: bool,
+    global: Option<Gitignore>,
+    shown_prefix: String,
+}
+
+impl Shared<'_> {
+    fn halted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn next_job(&self) -> Option<Job> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.halted() {
+                queue.jobs.clear();
+            }
+            if let Some(job) = queue.jobs.pop() {
+                queue.active += 1;
+                return Some(job);
+            }
+            if queue.active == 0 {
+                self.wake.notify_all();
+                return None;
+            }
+            queue = self
+                .wake
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn push_jobs(&self, jobs: Vec<Job>) {
+        if jobs.is_empty() {
+            return;
+        }
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.jobs.extend(jobs);
+        self.wake.notify_all();
+    }
+
+    fn finish_job(&self) {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.active -= 1;
+        if queue.active == 0 && queue.jobs.is_empty() {
+            self.wake.notify_all();
+        }
+    }
+
+    /// Reads one directory: queues its subdirectories, then visits its files.
+    fn read_dir<T, S, V>(&self, job: Job, state: &mut S, visit: &V, sink: &mut Sink<T>)
+    where
+        V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
+    {
+        let shown_dir = if job.rel.is_empty() {
+            self.shown_prefix.trim_end_matches('/').to_string()
+        } else {
+            format!("{}{}", self.shown_prefix, job.rel)
+        };
+        let dir = match job.dir {
+            JobDir::Open(dir) => dir,
+            JobDir::Child { parent, name } => match open_subdir(&parent, OsStr::new(&name)) {
+                Ok(dir) => dir,
+                Err(err) => {
+                    sink.skipped.push(Skipped::new(
+                        or_dot(&shown_dir),
+                        format!("cannot open: {err}"),
+                    ));
+                    return;
+                }
+            },
+        };
+        let mut entries: Vec<(String, FileKind)> = Vec::new();
+        let listing = match dir.entries() {
+            Ok(listing) => listing,
+            Err(err) => {
+                sink.skipped.push(Skipped::new(
+                    or_dot(&shown_dir),
+                    format!("cannot list: {err}"),
+                ));
+                return;
+            }
+        };
+        for entry in listing {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    sink.skipped.push(Skipped::new(
+                        or_dot(&shown_dir),
+                        format!("cannot list: {err}"),
+                    ));
+                    break;
+                }
+            };
+            let raw_name = entry.file_name();
+            let Some(name) = raw_name.to_str() else {
+                let mut full = std::ffi::OsString::from(join(&shown_dir, ""));
+                full.push(&raw_name);
+                sink.skipped.push(Skipped {
+                    path: quote_os(&full),
+                    why: "the name is not UTF-8, which the file tools cannot address".into(),
+                });
+                continue;
+            };
+            let kind = match entry.file_type() {
+                Ok(file_type) => FileKind::of(file_type),
+                Err(err) => {
+                    sink.skipped.push(Skipped::new(
+                        &join(&shown_dir, name),
+                        format!("cannot stat: {err}"),
+                    ));
+                    continue;
+                }
+            };
+            entries.push((name.to_string(), kind));
+        }
+
+        let ignore = if self.respect_gitignore {
+            let names = NamesSeen::of(&entries);
+            if names.any() {
+                ignore_level(
+                    &dir,
+                    job.ignore,
+                    &job.anchor_rel,
+                    &mut sink.skipped,
+                    Some((&names, &shown_dir)),
+                )
+            } else {
+                job.ignore
+            }
+        } else {
+            None
+        };
+
+        let dir = Arc::new(dir);
+        let mut children = Vec::new();
+        let mut files = Vec::new();
+        for (name, kind) in entries {
+            if self.respect_gitignore && name == ".git" {
+                continue;
+            }
+            match kind {
+                FileKind::Directory | FileKind::Regular => {}
+                // Symlinks are not followed; FIFOs, sockets and devices are
+                // not files to search or list.
+                _ => continue,
+            }
+            let is_dir = kind == FileKind::Directory;
+            let anchor_rel = join(&job.anchor_rel, &name);
+            if self.is_ignored(ignore.as_deref(), &anchor_rel, is_dir) {
+                continue;
+            }
+            let rel = join(&job.rel, &name);
+            if is_dir {
+                children.push(Job {
+                    dir: JobDir::Child {
+                        parent: Arc::clone(&dir),
+                        name,
+                    },
+                    rel,
+                    anchor_rel,
+                    ignore: ignore.clone(),
+                });
+            } else {
+                files.push((name, rel));
+            }
+        }
+        self.push_jobs(children);
+        for (name, rel) in files {
+            if self.halted() {
+                return;
+            }
+            let shown = format!("{}{rel}", self.shown_prefix);
+            let entry = FileEntry {
+                dir: &dir,
+                name: &name,
+                rel: &rel,
+                shown: &shown,
+            };
+            if visit(state, &entry, sink) == Flow::Quit {
+                self.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+
+    /// Git's precedence: for each of `.ignore`, `.gitignore` and
+    /// `.git/info/exclude`, the deepest directory with a matching rule
+    /// decides (a `!` rule re-includes); `.ignore` wins over `.gitignore`,
+    /// which wins over the exclude file, which wins over the global
+    /// excludes. `.gitignore` and the exclude file stop applying above the
+    /// nearest directory holding `.git` (a repository's own boundary).
+    fn is_ignored(&self, ignore: Option<&IgnoreDir>, anchor_rel: &str, is_dir: bool) -> bool {
+        let mut by_ignore = Match::None;
+        let mut by_gitignore = Match::None;
+        let mut by_exclude = Match::None;
+        let mut saw_git = false;
+        let mut level = ignore;
+        while let Some(here) = level {
+            let sub = anchor_rel.get(here.prefix_len..).unwrap_or(anchor_rel);
+            if by_ignore.is_none()
+                && let Some(rules) = &here.ignore
+            {
+                by_ignore = rules.matched(sub, is_dir).map(|_| ());
+            }
+            if !saw_git {
+                if by_gitignore.is_none()
+                    && let Some(rules) = &here.gitignore
+                {
+                    by_gitignore = rules.matched(sub, is_dir).map(|_| ());
+                }
+                if by_exclude.is_none()
+                    && let Some(rules) = &here.exclude
+                {
+                    by_exclude = rules.matched(sub, is_dir).map(|_| ());
+                }
+            }
+            saw_git |= here.has_git;
+            level = here.parent.as_deref();
+        }
+        let decided = by_ignore.or(by_gitignore).or(by_exclude);
+        let decided = match (&decided, &self.global) {
+            (Match::None, Some(global)) => global.matched(anchor_rel, is_dir).map(|_| ()),
+            _ => decided,
+        };
+        decided.is_ignore()
+    }
+}
+
+/// The ignore rules of one directory, linked to its parent's.
+struct IgnoreDir {
+    parent: Option<Arc<IgnoreDir>>,
+    /// Where this directory's relative paths start in an anchor-relative
+    /// path (its own anchor-relative path and a `/`).
+    prefix_len: usize,
+    ignore: Option<Gitignore>,
+    gitignore: Option<Gitignore>,
+    exclude: Option<Gitignore>,
+    has_git: bool,
+}
+
+/// Which of the names that matter for ignoring a directory holds.
+struct NamesSeen {
+    ignore: bool,
+    gitignore: bool,
+    git: Option<FileKind>,
+}
+
+impl NamesSeen {
+    fn of(entries: &[(String, FileKind)]) -> NamesSeen {
+        let mut seen = NamesSeen {
+            ignore: false,
+            gitignore: false,
+            git: None,
+        };
+        for (name, kind) in entries {
+            match name.as_str() {
+                ".ignore" => seen.ignore = true,
+                ".gitignore" => seen.gitignore = true,
+                ".git" => seen.git = Some(*kind),
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    fn any(&self) -> bool {
+        self.ignore || self.gitignore || self.git.is_some()
+    }
+}
+
+/// Reads the ignore files of `dir` (those `names` lists, or all candidates
+/// when not known) and links them over `parent`. Returns `parent` itself
+/// when the directory adds nothing.
+fn ignore_level(
+    dir: &Dir,
+    parent: Option<Arc<IgnoreDir>>,
+    anchor_rel: &str,
+    skipped: &mut Vec<Skipped>,
+    names: Option<(&NamesSeen, &str)>,
+) -> Option<Arc<IgnoreDir>> {
+    let (want_ignore, want_gitignore, git_kind) = match names {
+        Some((names, _)) => (names.ignore, names.gitignore, names.git),
+        None => (
+            true,
+            true,
+            dir.symlink_metadata(".git")
+                .ok()
+                .map(|m| FileKind::of(m.file_type())),
+        ),
+    };
+    let shown_dir = match names {
+        Some((_, shown)) => shown.to_string(),
+        None => anchor_rel.to_string(),
+    };
+    let mut load = |dir: &Dir, name: &str, shown: String| -> Option<Gitignore> {
+        match read_ignore_file(dir, Path::new(name)) {
+            Ok(rules) => rules,
+            Err(why) => {
+                skipped.push(Skipped::new(&shown, why));
+                None
+            }
+        }
+    };
+    let ignore = if want_ignore {
+        load(dir, ".ignore", join(&shown_dir, ".ignore"))
+    } else {
+        None
+    };
+    let gitignore = if want_gitignore {
+        load(dir, ".gitignore", join(&shown_dir, ".gitignore"))
+    } else {
+        None
+    };
+    let exclude = if git_kind == Some(FileKind::Directory) {
+        let info = open_subdir(dir, OsStr::new(".git"))
+            .and_then(|git| open_subdir(&git, OsStr::new("info")));
+        match info {
+            Ok(info) => load(&info, "exclude", join(&shown_dir, ".git/info/exclude")),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    let has_git = git_kind.is_some();
+    if ignore.is_none() && gitignore.is_none() && exclude.is_none() && !has_git {
+        return parent;
+    }
+    Some(Arc::new(IgnoreDir {
+        parent,
+        prefix_len: if anchor_rel.is_empty() {
+            0
+        } else {
+            anchor_rel.len() + 1
+        },
+        ignore,
+        gitignore,
+        exclude,
+        has_git,
+    }))
+}
+
+/// Reads one ignore file through `dir`: a regular file, not through a
+/// symlink, at most [`MAX_IGNORE_FILE_BYTES`]. `Ok(None)` when it is absent;
+/// `Err(why)` when it is there but was skipped.
+fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String> {
+    let (file, _) = match open_regular_at(dir, name) {
+        Ok(opened) => opened,
+        Err(OpenRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(OpenRegularError::Io(err)) => return Err(format!("ignore file not read: {err}")),
+        Err(OpenRegularError::NotRegular(kind)) => {
+            return Err(format!("ignore file not read: it is {kind}"));
+        }
+    };
+    let bytes = read_bounded(file, MAX_IGNORE_FILE_BYTES)
+        .map_err(|err| format!("ignore file not read: {err}"))?
+        .ok_or_else(|| {
+            format!("ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes")
+        })?;
+    Ok(Some(rules_from_bytes(&bytes)))
+}
+
+/// Reads all of `reader` if it holds at most `max` bytes (`None` if more).
+pub(crate) fn read_bounded(reader: impl Read, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max).then_some(bytes))
+}
+
+/// Gitignore rules from a file's bytes. Matching is done with paths relative
+/// to the file's directory, so the rules have an empty root.
+fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
+    let mut builder = GitignoreBuilder::new("");
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // Lines that are not UTF-8 or not valid globs are skipped, as git
+        // and ripgrep skip them.
+        if let Ok(line) = std::str::from_utf8(line) {
+            let _ = builder.add_line(None, line);
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// The user's global git excludes (`core.excludesFile`, or
+/// `~/.config/git/ignore`). This file belongs to the user running the
+/// server, outside the workspace, so it may be reached through a symlink;
+/// it must still be a regular file of bounded size, opened non-blocking.
+fn global_excludes() -> Option<Gitignore> {
+    let path = ignore::gitignore::gitconfig_excludes_path()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_NOCTTY,
+    );
+    let file = options.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let bytes = read_bounded(file, MAX_IGNORE_FILE_BYTES).ok()??;
+    Some(rules_from_bytes(&bytes))
+}
+
+/// Opens the subdirectory `name` of `dir`: one component, beneath `dir`,
+/// not following a symlink, non-blocking.
+pub(crate) fn open_subdir(dir: &Dir, name: &OsStr) -> std::io::Result<Dir> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = dir.open_with(name, &options)?;
+    Ok(Dir::from_std_file(file.into_std()))
+}
+
+fn or_dot(path: &str) -> &str {
+    if path.is_empty() { "." } else { path }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// A relative path with `/` separators, unquoted (quoting is done on the
+/// whole path when printed).
+fn raw_slash(path: &Path) -> String {
+    path.iter()
+        .map(|part| part.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(12)
-}
-
-/// Runs the parallel walk, gathering what `visit` pushes. Each walker thread
-/// keeps its own state (`init`) and its own result vector, moved into the
-/// shared one once when the thread finishes, so threads never contend on a
-/// lock per file.
-pub(crate) fn collect_parallel<T, S, I, V>(builder: &WalkBuilder, init: I, visit: V) -> Vec<T>
-where
-    T: Send,
-    S: Send,
-    I: Fn() -> S + Sync,
-    V: Fn(&mut S, ignore::DirEntry, &mut Vec<T>) -> WalkState + Sync,
-{
-    let shared: Mutex<Vec<T>> = Mutex::new(Vec::new());
-    let mut visitors = VisitorBuilder {
-        shared: &shared,
-        init: &init,
-        visit: &visit,
-    };
-    builder.build_parallel().visit(&mut visitors);
-    shared.into_inner().unwrap_or_else(PoisonError::into_inner)
-}
-
-struct VisitorBuilder<'s, T, I, V> {
-    shared: &'s Mutex<Vec<T>>,
-    init: &'s I,
-    visit: &'s V,
-}
-
-impl<'s, T, S, I, V> ignore::ParallelVisitorBuilder<'s> for VisitorBuilder<'s, T, I, V>
-where
-    T: Send,
-    S: Send + 's,
-    I: Fn() -> S + Sync,
-    V: Fn(&mut S, ignore::DirEntry, &mut Vec<T>) -> WalkState + Sync,
-{
-    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
-        Box::new(Visitor {
-            shared: self.shared,
-            state: (self.init)(),
-            local: Vec::new(),
-            visit: self.visit,
-        })
-    }
-}
-
-struct Visitor<'s, T, S, V> {
-    shared: &'s Mutex<Vec<T>>,
-    state: S,
-    local: Vec<T>,
-    visit: &'s V,
-}
-
-impl<T, S, V> ignore::ParallelVisitor for Visitor<'_, T, S, V>
-where
-    T: Send,
-    S: Send,
-    V: Fn(&mut S, ignore::DirEntry, &mut Vec<T>) -> WalkState + Sync,
-{
-    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> WalkState {
-        match entry {
-            // Unreadable entries are skipped, as ripgrep does without --debug.
-            Err(_) => WalkState::Continue,
-            Ok(entry) => (self.visit)(&mut self.state, entry, &mut self.local),
-        }
-    }
-}
-
-impl<T, S, V> Drop for Visitor<'_, T, S, V> {
-    fn drop(&mut self) {
-        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        shared.append(&mut self.local);
-    }
 }

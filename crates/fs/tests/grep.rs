@@ -559,28 +559,68 @@ fn binary_files_are_skipped() {
         .unwrap();
     assert!((1..20_000).contains(&far), "{counted}");
     assert!(counted.ends_with("\ntext.txt:1\n"));
-    // Named directly, too.
+    // Named directly, a binary file is an error, not a silent "(no matches)".
     let args = GrepArgs {
         path: Some("late.bin".to_string()),
         ..content("needle")
     };
-    assert_eq!(ws.grep(&args), "(no matches)\n");
+    assert_eq!(ws.run(&args).unwrap_err().code(), ErrorCode::IsBinary);
 }
 
 #[test]
-fn files_over_the_size_limit_are_skipped() {
+fn files_over_the_size_limit_are_streamed_and_what_cannot_be_searched_is_named() {
     let limits = Limits {
         max_file_bytes: 100,
         ..Limits::default()
     };
-    let big = format!("needle\n{}", "x".repeat(200));
-    let ws = tree_with(limits, &[("small.txt", "needle\n"), ("big.txt", &big)]);
-    assert_eq!(ws.files("needle"), "small.txt\n");
-    let args = GrepArgs {
-        path: Some("big.txt".to_string()),
-        ..GrepArgs::new("needle")
+    let big = format!("{}needle\n", "x\n".repeat(200));
+    let long_line = format!("needle {}\n", "y".repeat(200_000));
+    let ws = tree_with(
+        limits,
+        &[
+            ("small.txt", "needle\n"),
+            ("big.txt", &big),
+            ("long.txt", &long_line),
+        ],
+    );
+    // big.txt is larger than max_file_bytes but its lines are short.
+    let out = ws.files("needle");
+    assert!(out.starts_with("big.txt\nsmall.txt\n"), "{out}");
+    // long.txt holds a line over the bound: named in a note, not dropped silently.
+    assert!(
+        out.contains(
+            "[note: 1 path was not looked at: long.txt (it has a line over the 100 byte limit)]"
+        ),
+        "{out}"
+    );
+    let named = |path: &str, multiline: bool| {
+        ws.run(&GrepArgs {
+            path: Some(path.to_string()),
+            multiline,
+            ..content("needle")
+        })
     };
-    assert!(ws.grep(&args).starts_with("(no matches)\n"));
+    assert_eq!(named("big.txt", false).unwrap(), "big.txt:201:needle\n");
+    let err = named("long.txt", false).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError, "{err}");
+    assert!(
+        err.message().contains("line over the 100 byte limit"),
+        "{err}"
+    );
+    // A multiline search needs the file whole: a large one is refused, by name.
+    let huge = "z\n".repeat(100_000);
+    ws.put("huge.txt", huge.as_bytes());
+    let err = ws
+        .run(&GrepArgs {
+            path: Some("huge.txt".to_string()),
+            multiline: true,
+            ..content("(?s)z.z")
+        })
+        .unwrap_err();
+    assert!(
+        err.message().contains("search it without multiline"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -691,5 +731,392 @@ fn one_file_with_many_matches_is_paged_within_the_output_budget() {
     assert!(
         next.starts_with(&format!("one.txt:{}:needle", shown + 1)),
         "{next}"
+    );
+}
+
+// ---- hostile trees ----------------------------------------------------------------
+
+mod bounded;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bounded::within_deadline;
+
+fn shared(ws: Ws) -> Arc<Ws> {
+    Arc::new(ws)
+}
+
+/// grep and glob (the two walkers) over the whole tree, under the deadline.
+fn walk_both(ws: &Arc<Ws>, pattern: &str) -> (String, String) {
+    let for_grep = Arc::clone(ws);
+    let pattern = pattern.to_string();
+    let grep = within_deadline("grep", move || for_grep.files(&pattern));
+    let for_glob = Arc::clone(ws);
+    let glob = within_deadline("glob", move || {
+        for_glob
+            .tools
+            .glob(&agent_tools_fs::GlobArgs::new("**/*"))
+            .unwrap()
+    });
+    (grep, glob)
+}
+
+#[test]
+fn symlinked_ignore_files_are_not_followed() {
+    // To an endless device: no crash, no unbounded read.
+    let ws = tree(&[("x.txt", "needle\n"), ("sub/y.txt", "needle\n")]);
+    symlink("/dev/zero", ws.root.join(".gitignore")).unwrap();
+    symlink("/dev/urandom", ws.root.join("sub/.ignore")).unwrap();
+    let ws = shared(ws);
+    let (grep, glob) = walk_both(&ws, "needle");
+    assert!(grep.starts_with("sub/y.txt\nx.txt\n"), "{grep}");
+    assert!(
+        grep.contains(".gitignore (ignore file not read: it is a symlink)"),
+        "{grep}"
+    );
+    assert!(
+        grep.contains("sub/.ignore (ignore file not read: it is a symlink)"),
+        "{grep}"
+    );
+    assert!(
+        glob.starts_with("sub/y.txt\nx.txt\n") || glob.contains("x.txt\n"),
+        "{glob}"
+    );
+
+    // To a secret outside: its lines are not used as rules (no oracle).
+    let ws = tree(&[("hunter2", "needle\n"), ("guess1", "needle\n")]);
+    std::fs::write(ws.outside.join("secret.txt"), "hunter2\n").unwrap();
+    symlink("../outside/secret.txt", ws.root.join(".gitignore")).unwrap();
+    let ws = shared(ws);
+    let (grep, glob) = walk_both(&ws, "needle");
+    assert!(grep.starts_with("guess1\nhunter2\n"), "{grep}");
+    assert!(glob.contains("hunter2\n"), "{glob}");
+}
+
+#[test]
+fn fifos_as_ignore_files_or_search_targets_never_block() {
+    for fifo in [
+        ".gitignore",
+        ".ignore",
+        "sub/.gitignore",
+        ".git/info/exclude",
+    ] {
+        let ws = tree(&[("x.txt", "needle\n"), ("sub/", ""), (".git/info/", "")]);
+        nix::unistd::mkfifo(&ws.root.join(fifo), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let ws = shared(ws);
+        let (grep, glob) = walk_both(&ws, "needle");
+        assert!(grep.starts_with("x.txt\n"), "{fifo}: {grep}");
+        assert!(grep.contains("it is a named pipe (FIFO)"), "{fifo}: {grep}");
+        assert!(glob.contains("x.txt\n"), "{fifo}: {glob}");
+    }
+    // A FIFO among the files is not searched; named, it is not_a_file.
+    let ws = tree(&[("x.txt", "needle\n")]);
+    nix::unistd::mkfifo(&ws.root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let ws = shared(ws);
+    let (grep, _) = walk_both(&ws, "needle");
+    assert_eq!(grep, "x.txt\n");
+    let named = Arc::clone(&ws);
+    let err = within_deadline("grep on a FIFO", move || {
+        named
+            .run(&GrepArgs {
+                path: Some("pipe".to_string()),
+                ..GrepArgs::new("needle")
+            })
+            .unwrap_err()
+    });
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+}
+
+#[test]
+fn a_device_node_is_never_read() {
+    let ws = tree(&[("x.txt", "needle\n")]);
+    let dev = nix::sys::stat::makedev(1, 5); // /dev/zero
+    if nix::sys::stat::mknod(
+        &ws.root.join("zero"),
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::S_IRUSR,
+        dev,
+    )
+    .is_err()
+    {
+        println!("note: mknod needs root; the device-node test is skipped");
+        return;
+    }
+    let ws = shared(ws);
+    let (grep, glob) = walk_both(&ws, "needle");
+    assert_eq!(grep, "x.txt\n");
+    assert_eq!(glob, "x.txt\n");
+    let named = Arc::clone(&ws);
+    let err = within_deadline("grep on a device", move || {
+        named
+            .run(&GrepArgs {
+                path: Some("zero".to_string()),
+                ..GrepArgs::new("needle")
+            })
+            .unwrap_err()
+    });
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+    let named = Arc::clone(&ws);
+    let err = within_deadline("read_file on a device", move || {
+        named
+            .tools
+            .read_file(&agent_tools_fs::ReadFileArgs::new("zero"))
+            .unwrap_err()
+    });
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+    assert!(err.message().contains("character device"), "{err}");
+}
+
+#[test]
+fn a_swap_race_never_leaks_outside_content_or_names() {
+    // A file and a directory are swapped again and again with symlinks to
+    // the outside while grep and glob walk: nothing outside may show.
+    let ws = tree(&[
+        ("f", "TOPSECRET-inside\n"),
+        ("d/inner.txt", "TOPSECRET-inside\n"),
+    ]);
+    std::fs::write(ws.outside.join("secret.txt"), "TOPSECRET-race\n").unwrap();
+    std::fs::write(ws.outside.join("outside-name.txt"), "TOPSECRET-race\n").unwrap();
+    symlink(ws.outside.join("secret.txt"), ws.root.join("f.lnk")).unwrap();
+    symlink(&ws.outside, ws.root.join("d.lnk")).unwrap();
+    let ws = shared(ws);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = {
+        let root = ws.root.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+            let mut count = 0u64;
+            while !stop.load(Ordering::Relaxed) || count < 4000 {
+                for (a, b) in [("f", "f.lnk"), ("d", "d.lnk")] {
+                    renameat2(
+                        AT_FDCWD,
+                        &root.join(a),
+                        AT_FDCWD,
+                        &root.join(b),
+                        RenameFlags::RENAME_EXCHANGE,
+                    )
+                    .unwrap();
+                    count += 1;
+                }
+            }
+            count
+        })
+    };
+    let checker = Arc::clone(&ws);
+    within_deadline("grep and glob under a swap race", move || {
+        for _ in 0..150 {
+            let walked = checker.grep(&content("TOPSECRET"));
+            assert!(!walked.contains("race"), "{walked}");
+            let named = checker.run(&GrepArgs {
+                path: Some("f".to_string()),
+                ..content("TOPSECRET")
+            });
+            if let Ok(out) = named {
+                assert!(!out.contains("race"), "{out}");
+            }
+            let in_dir = checker.run(&GrepArgs {
+                path: Some("d".to_string()),
+                ..content("TOPSECRET")
+            });
+            if let Ok(out) = in_dir {
+                assert!(!out.contains("race"), "{out}");
+            }
+            let listed = checker
+                .tools
+                .glob(&agent_tools_fs::GlobArgs::new("**/*"))
+                .unwrap();
+            assert!(!listed.contains("outside-name"), "{listed}");
+            assert!(!listed.contains("secret.txt"), "{listed}");
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    let count = swaps.join().unwrap();
+    assert!(count >= 4000, "only {count} swaps");
+}
+
+#[test]
+fn a_large_file_is_streamed_to_its_last_line() {
+    let mut big = "filler line\n".repeat(1_500_000);
+    big.push_str("FATAL ERROR here\n");
+    let ws = tree(&[("huge.log", big.as_str())]);
+    assert!(big.len() as u64 > agent_tools_fs::Limits::DEFAULT_MAX_FILE_BYTES);
+    let named = GrepArgs {
+        path: Some("huge.log".to_string()),
+        ..content("FATAL")
+    };
+    assert_eq!(ws.grep(&named), "huge.log:1500001:FATAL ERROR here\n");
+    assert_eq!(ws.files("FATAL"), "huge.log\n");
+}
+
+#[test]
+fn content_rendering_is_linear_in_the_lines_gathered() {
+    // Quadratic rendering took minutes on these; linear takes well under
+    // the deadline even in a debug build.
+    let ws = tree_with(
+        Limits {
+            max_output_bytes: 8_000_000,
+            ..Limits::default()
+        },
+        &[("m.txt", &*"a\n".repeat(1_000_000))],
+    );
+    let ws = shared(ws);
+    let many = Arc::clone(&ws);
+    let out = within_deadline("content mode on a million matching lines", move || {
+        many.grep(&content("a"))
+    });
+    assert!(out.starts_with("m.txt:1:a\nm.txt:2:a\n"), "{}", &out[..40]);
+    assert!(
+        out.contains("call again with offset="),
+        "{}",
+        &out[out.len() - 300..]
+    );
+
+    let ws = shared(tree(&[("m.txt", &*"a\n".repeat(1_000_000))]));
+    let spanning = Arc::clone(&ws);
+    let out = within_deadline("one multiline match over a million lines", move || {
+        spanning.grep(&GrepArgs {
+            multiline: true,
+            ..content("(?s)a.*")
+        })
+    });
+    assert!(out.starts_with("m.txt:1:a\n"), "{}", &out[..40]);
+    assert!(
+        out.len() <= agent_tools_fs::Limits::DEFAULT_MAX_OUTPUT_BYTES,
+        "{}",
+        out.len()
+    );
+}
+
+#[test]
+fn a_cancelled_search_stops_with_an_error() {
+    let ws = tree(&[("a.txt", "needle\n"), ("sub/b.txt", "needle\n")]);
+    let cancel = AtomicBool::new(true);
+    let err = ws
+        .tools
+        .grep_with(&GrepArgs::new("needle"), &cancel)
+        .unwrap_err();
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
+    );
+    let named = GrepArgs {
+        path: Some("a.txt".to_string()),
+        ..GrepArgs::new("needle")
+    };
+    assert!(ws.tools.grep_with(&named, &cancel).is_err());
+    let err = ws
+        .tools
+        .glob_with(&agent_tools_fs::GlobArgs::new("**"), &cancel)
+        .unwrap_err();
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
+    );
+    // Not cancelled, the same calls succeed.
+    let go = AtomicBool::new(false);
+    assert_eq!(
+        ws.tools.grep_with(&GrepArgs::new("needle"), &go).unwrap(),
+        "a.txt\nsub/b.txt\n"
+    );
+}
+
+#[test]
+fn ignore_files_above_the_root_are_not_honoured() {
+    let ws = tree(&[("main.rs", "needle\n"), ("sub/lib.rs", "needle\n")]);
+    // The root's parent (another user's folder, say) ignores every .rs file.
+    std::fs::write(ws.root.parent().unwrap().join(".gitignore"), "*.rs\n").unwrap();
+    assert_eq!(ws.files("needle"), "main.rs\nsub/lib.rs\n");
+    // The root's own .gitignore applies to a search from a subdirectory.
+    ws.put(".gitignore", "sub/lib.rs\n");
+    let args = GrepArgs {
+        path: Some("sub".to_string()),
+        ..GrepArgs::new("needle")
+    };
+    assert_eq!(ws.grep(&args), "(no matches)\n");
+}
+
+#[test]
+fn file_names_cannot_forge_output_lines() {
+    let ws = tree(&[("ok.txt", "needle\n")]);
+    ws.put("fakedir/x:1:injected match", "needle\n");
+    ws.put("fake.txt\nsecret.txt", "needle\n");
+    let out = ws.grep(&content("needle"));
+    assert_eq!(
+        out,
+        "\"fake.txt\\nsecret.txt\":1:needle\n\"fakedir/x:1:injected match\":1:needle\nok.txt:1:needle\n"
+    );
+    // The quoted spelling is a JSON string naming the file.
+    let quoted = out.lines().next().unwrap().rsplitn(3, ':').nth(2).unwrap();
+    let path: String = serde_json::from_str(quoted).unwrap();
+    let args = GrepArgs {
+        path: Some(path),
+        ..count("needle")
+    };
+    assert_eq!(ws.grep(&args), "\"fake.txt\\nsecret.txt\":1\n");
+    // A name that is not UTF-8 cannot be addressed: it is named in a note.
+    use std::os::unix::ffi::OsStrExt;
+    std::fs::write(
+        ws.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")),
+        "needle\n",
+    )
+    .unwrap();
+    let out = ws.files("needle");
+    assert!(
+        out.contains("[note: 1 path was not looked at: \"caf\\xe9.txt\" (the name is not UTF-8"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_path_past_path_max_is_still_searched() {
+    let ws = tree(&[]);
+    let mut deep = ws.root.clone();
+    let name = "d".repeat(200);
+    let mut rel = String::new();
+    for _ in 0..25 {
+        deep.push(&name);
+        rel.push_str(&name);
+        rel.push('/');
+    }
+    // Built with relative steps: the whole path is longer than PATH_MAX.
+    let mut dir = std::fs::File::open(&ws.root).unwrap();
+    for _ in 0..25 {
+        nix::sys::stat::mkdirat(&dir, name.as_str(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let fd = nix::fcntl::openat(
+            &dir,
+            name.as_str(),
+            nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .unwrap();
+        dir = std::fs::File::from(fd);
+    }
+    let fd = nix::fcntl::openat(
+        &dir,
+        "deep.txt",
+        nix::fcntl::OFlag::O_CREAT | nix::fcntl::OFlag::O_WRONLY,
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut std::fs::File::from(fd), b"needle\n").unwrap();
+    assert!(rel.len() > 4096);
+    let found = ws.files("needle");
+    assert_eq!(found, format!("{rel}deep.txt\n"));
+    let listed = ws
+        .tools
+        .glob(&agent_tools_fs::GlobArgs::new("**/deep.txt"))
+        .unwrap();
+    assert_eq!(listed, format!("{rel}deep.txt\n"));
+    // read_file cannot take it in one call: a clear error, not a silent miss.
+    let err = ws
+        .tools
+        .read_file(&agent_tools_fs::ReadFileArgs::new(format!("{rel}deep.txt")))
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError, "{err}");
+    assert!(
+        err.message().contains("longer than the system allows"),
+        "{err}"
     );
 }

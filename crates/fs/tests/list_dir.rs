@@ -21,6 +21,7 @@ impl Ws {
     fn list(&self, path: Option<&str>) -> ToolResult<String> {
         self.tools.list_dir(&ListDirArgs {
             path: path.map(str::to_string),
+            ..ListDirArgs::default()
         })
     }
 
@@ -122,5 +123,152 @@ fn paths_leaving_the_root_are_refused() {
         ws.list(None)
             .unwrap()
             .contains(&format!("out -> {outside}\n"))
+    );
+}
+
+mod bounded;
+
+use agent_tools_fs::GlobArgs;
+
+/// Follows the footers of a paged listing from offset 0 until no footer is
+/// left, returning every line shown (footers excluded) and the pages taken.
+fn follow_pages(mut page: impl FnMut(u64) -> String) -> (Vec<String>, usize) {
+    let mut shown = Vec::new();
+    let mut offset = 0;
+    let mut pages = 0;
+    loop {
+        let out = page(offset);
+        pages += 1;
+        assert!(pages < 100, "paging does not end");
+        let mut next = None;
+        for line in out.lines() {
+            if let Some(rest) = line.strip_prefix('[') {
+                let at = rest.find("offset=").expect(line) + "offset=".len();
+                let digits: String = rest[at..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                next = Some(digits.parse::<u64>().unwrap());
+            } else {
+                shown.push(line.to_string());
+            }
+        }
+        match next {
+            Some(next) => {
+                assert!(next > offset, "{out}");
+                offset = next;
+            }
+            None => return (shown, pages),
+        }
+    }
+}
+
+#[test]
+fn list_dir_and_glob_page_past_sixteen_thousand_entries() {
+    let ws = tree(&[]);
+    fs::create_dir(ws.root.join("many")).unwrap();
+    let total = 20_000;
+    for i in 0..total {
+        fs::write(
+            ws.root.join(format!("many/a-longer-file-name-{i:05}.txt")),
+            "",
+        )
+        .unwrap();
+    }
+    let expected: Vec<String> = (0..total)
+        .map(|i| format!("a-longer-file-name-{i:05}.txt"))
+        .collect();
+
+    let (listed, pages) = follow_pages(|offset| {
+        ws.tools
+            .list_dir(&ListDirArgs {
+                path: Some("many".to_string()),
+                offset,
+                limit: None,
+            })
+            .unwrap()
+    });
+    assert_eq!(listed, expected);
+    assert!(pages > 1, "one page cannot hold {total} entries");
+
+    let (globbed, pages) = follow_pages(|offset| {
+        ws.tools
+            .glob(&GlobArgs {
+                offset,
+                ..GlobArgs::new("many/*")
+            })
+            .unwrap()
+    });
+    let mut globbed: Vec<String> = globbed
+        .into_iter()
+        .map(|p| p.strip_prefix("many/").unwrap().to_string())
+        .collect();
+    globbed.sort();
+    assert_eq!(globbed, expected);
+    assert!(pages > 1);
+
+    // An explicit limit pages too, with the same footer.
+    let page = ws
+        .tools
+        .list_dir(&ListDirArgs {
+            path: Some("many".to_string()),
+            offset: 10,
+            limit: Some(2),
+        })
+        .unwrap();
+    assert_eq!(
+        page,
+        "a-longer-file-name-00010.txt\na-longer-file-name-00011.txt\n[showing 11..12 of 20000; call again with offset=12 for more]\n"
+    );
+    let past = ws
+        .tools
+        .list_dir(&ListDirArgs {
+            path: Some("many".to_string()),
+            offset: 30_000,
+            limit: None,
+        })
+        .unwrap();
+    assert_eq!(
+        past,
+        "[offset 30000 is past the end of 20000 results; page from offset=0]\n"
+    );
+    let zero = ListDirArgs {
+        limit: Some(0),
+        ..ListDirArgs::default()
+    };
+    assert_eq!(
+        ws.tools.list_dir(&zero).unwrap_err().code(),
+        ErrorCode::InvalidInput
+    );
+}
+
+#[test]
+fn names_that_could_forge_entries_are_quoted() {
+    let ws = tree(&[("plain.txt", "")]);
+    fs::write(ws.root.join("fake.txt\nsecret.txt -> .."), "").unwrap();
+    fs::write(ws.root.join("arrow -> here"), "").unwrap();
+    fs::write(ws.root.join("evil\u{202E}txt.exe"), "").unwrap();
+    symlink("target\nline", ws.root.join("link")).unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    fs::write(ws.root.join(std::ffi::OsStr::from_bytes(b"caf\xe9")), "").unwrap();
+    let out = ws.list(None).unwrap();
+    assert_eq!(
+        out,
+        "\"arrow -> here\"\n\"evil\\u202etxt.exe\"\n\"fake.txt\\nsecret.txt -> ..\"\nlink -> \"target\\nline\"\nplain.txt\n\
+         [note: 1 path was not looked at: \"caf\\xe9\" (the name is not UTF-8, which the file tools cannot address)]\n"
+    );
+}
+
+#[test]
+fn a_cancelled_listing_stops_with_an_error() {
+    let ws = tree(&[("a", "")]);
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let err = ws
+        .tools
+        .list_dir_with(&ListDirArgs::default(), &cancel)
+        .unwrap_err();
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
     );
 }

@@ -606,3 +606,68 @@ fn a_tail_read_never_loads_the_whole_file() {
     assert!(peak < SIZE / 4, "peak RSS {peak} bytes");
     assert_eq!(ws.code("huge.log", 1), ErrorCode::TooLarge);
 }
+
+// ---- hostile files --------------------------------------------------------------
+
+mod bounded;
+
+use std::sync::Arc;
+
+#[test]
+fn fifos_and_sockets_are_not_files_and_never_block() {
+    let ws = tree(&[]);
+    nix::unistd::mkfifo(&ws.root.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(ws.root.join("sock")).unwrap();
+    let ws = Arc::new(ws);
+    for (path, offset, kind) in [
+        ("fifo", 1, "FIFO"),
+        ("fifo", -5, "FIFO"),
+        ("sock", 1, "socket"),
+    ] {
+        let reader = Arc::clone(&ws);
+        let err = bounded::within_deadline("read_file on a special file", move || {
+            reader.read_at(path, offset, 10).unwrap_err()
+        });
+        assert_eq!(err.code(), ErrorCode::NotAFile, "{err}");
+        assert!(err.message().contains(kind), "{err}");
+        // The path is named once, not twice.
+        assert!(err.message().starts_with(&format!("{path}: is ")), "{err}");
+    }
+}
+
+#[test]
+fn a_trailing_slash_or_dot_dot_after_a_file_is_not_a_directory() {
+    let ws = tree(&[("a.txt", b"a\n"), ("sub/b.txt", b"b\n")]);
+    assert_eq!(ws.code("a.txt/", 1), ErrorCode::NotAFile);
+    assert_eq!(ws.code("sub/b.txt/../../a.txt", 1), ErrorCode::NotAFile);
+    assert_eq!(ws.code("a.txt/..", 1), ErrorCode::NotAFile);
+    assert_eq!(ws.read("sub/../a.txt").unwrap(), "     1\ta\n");
+}
+
+#[test]
+fn a_bom_in_front_of_binary_data_is_still_binary() {
+    let mut bytes = vec![0xFF, 0xFE];
+    bytes.extend((0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    let ws = tree(&[("blob.bin", &bytes)]);
+    assert_eq!(ws.code("blob.bin", 1), ErrorCode::IsBinary);
+    // UTF-32 LE starts with FF FE 00 00: NUL code units.
+    let ws = tree(&[("wide32.txt", b"\xFF\xFE\x00\x00a\x00\x00\x00")]);
+    assert_eq!(ws.code("wide32.txt", 1), ErrorCode::IsBinary);
+}
+
+#[test]
+fn a_cancelled_tail_scan_stops_with_an_error() {
+    let ws = tree_with(small_files(10), &[("big.txt", &b"line\n".repeat(100))]);
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let args = ReadFileArgs {
+        offset: -3,
+        ..ReadFileArgs::new("big.txt")
+    };
+    let err = ws.tools.read_file_with(&args, &cancel).unwrap_err();
+    assert_eq!(
+        err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+        Some(&true.into())
+    );
+    let go = std::sync::atomic::AtomicBool::new(false);
+    assert!(ws.tools.read_file_with(&args, &go).is_ok());
+}

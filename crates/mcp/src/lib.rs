@@ -1,9 +1,9 @@
 //! Serves a tool set over the Model Context Protocol on stdin/stdout.
 //!
 //! Anything that implements [`ToolSet`] can be served; [`agent_tools::AgentTools`]
-//! does. Each `tools/call` runs as its own task, as blocking work the runtime
-//! moves its other tasks away from, so calls proceed in parallel and a long
-//! command never stalls the protocol. A tool's failure is
+//! does. Each `tools/call` runs on a thread of its own, at most
+//! [`ServerLimits::max_concurrent_calls`] at once, so calls proceed in
+//! parallel and a long command never stalls the protocol. A tool's failure is
 //! a normal result with `isError: true` whose text is the JSON error envelope,
 //! never a JSON-RPC error, so the model always sees why. An unknown tool is
 //! answered the same way, with `not_found`. When the client cancels a request
@@ -33,6 +33,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
+
+mod transport;
+
+pub use transport::ServerLimits;
+use transport::{Flow, FramedStdio};
 
 /// A tool as advertised to MCP clients.
 #[derive(Debug, Clone)]
@@ -77,6 +82,7 @@ impl ToolSet for AgentTools {
 pub struct McpServer<T: ToolSet> {
     tools: Arc<T>,
     listed: Arc<Vec<Tool>>,
+    flow: Arc<Flow>,
 }
 
 impl<T: ToolSet> Clone for McpServer<T> {
@@ -84,13 +90,19 @@ impl<T: ToolSet> Clone for McpServer<T> {
         McpServer {
             tools: self.tools.clone(),
             listed: self.listed.clone(),
+            flow: self.flow.clone(),
         }
     }
 }
 
 impl<T: ToolSet> McpServer<T> {
-    /// Wraps a tool set. The tool list is computed once: the set is fixed.
+    /// Wraps a tool set with the default [`ServerLimits`].
     pub fn new(tools: T) -> Self {
+        Self::with_limits(tools, ServerLimits::default())
+    }
+
+    /// Wraps a tool set. The tool list is computed once: the set is fixed.
+    pub fn with_limits(tools: T, limits: ServerLimits) -> Self {
         let listed = tools
             .tools()
             .into_iter()
@@ -105,7 +117,14 @@ impl<T: ToolSet> McpServer<T> {
         McpServer {
             tools: Arc::new(tools),
             listed: Arc::new(listed),
+            flow: Flow::new(limits),
         }
+    }
+
+    /// Cancels every call, running or waiting, and makes new ones return at
+    /// once: what end of input and a termination signal do.
+    pub fn shut_down(&self) {
+        self.flow.shutdown.cancel();
     }
 }
 
@@ -147,56 +166,114 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let flow = self.flow.clone();
+        let cancelled = {
+            let request_ct = context.ct.clone();
+            let shutdown = flow.shutdown.clone();
+            async move {
+                tokio::select! {
+                    () = request_ct.cancelled() => {}
+                    () = shutdown.cancelled() => {}
+                }
+            }
+        };
+        tokio::pin!(cancelled);
+        // A call starts when a slot is free and the responses already made
+        // are being read; until then it costs no thread.
+        let slot = tokio::select! {
+            biased;
+            () = &mut cancelled => None,
+            slot = async {
+                flow.wait_until(Flow::writer_keeps_up).await;
+                flow.call_slots.clone().acquire_owned().await.ok()
+            } => slot,
+        };
+        let Some(slot) = slot else {
+            return Ok(to_call_tool_result(DispatchResult {
+                is_error: true,
+                // Nobody is waiting for this answer: no error line in the log.
+                text: agent_tools::ToolError::internal("call cancelled before it started")
+                    .to_envelope_value()
+                    .to_string(),
+            })
+            .into());
+        };
         let call = CallContext {
             cancel: CancelToken::new(),
         };
-        // Forward the protocol's cancellation to the tool's flag.
-        let watcher = {
-            let cancel = call.cancel.clone();
-            let ct = context.ct.clone();
-            tokio::spawn(async move {
-                ct.cancelled().await;
-                cancel.cancel();
-            })
-        };
+        let cancel = call.cancel.clone();
         let tools = self.tools.clone();
         let name = request.name.into_owned();
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        let outcome = run_blocking(move || tools.call(&name, args, &call)).await;
-        watcher.abort();
-        let result = outcome.unwrap_or_else(|err| {
-            tracing::error!(error = %err, "tool task failed");
-            DispatchResult {
+        // Each call runs on a thread of its own, not on the runtime's
+        // blocking pool: a waiting command then never keeps the protocol
+        // (a ping, a quick read) from being served, and the slot count
+        // bounds the threads.
+        let (done, result) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("tool-call".into())
+            .spawn(move || {
+                let result = tools.call(&name, args, &call);
+                let _ = done.send(result);
+                drop(slot);
+            });
+        let result = match spawned {
+            Err(err) => DispatchResult {
                 is_error: true,
-                text: agent_tools::ToolError::internal(err.to_string()).to_envelope(),
+                text: agent_tools::ToolError::internal(format!("cannot start a thread: {err}"))
+                    .to_envelope(),
+            },
+            Ok(_) => {
+                tokio::pin!(result);
+                tokio::select! {
+                    biased;
+                    outcome = &mut result => outcome,
+                    () = &mut cancelled => {
+                        cancel.cancel();
+                        result.await
+                    }
+                }
+                .unwrap_or_else(|_| DispatchResult {
+                    is_error: true,
+                    text: agent_tools::ToolError::internal("the tool call ended without a result")
+                        .to_envelope(),
+                })
             }
-        });
+        };
         Ok(to_call_tool_result(result).into())
     }
 }
 
-/// Runs a blocking tool call without stalling the protocol. On a
-/// multi-threaded runtime the call runs in place and the runtime hands this
-/// worker's other tasks to another thread, which saves the hand-off to the
-/// blocking pool (about a third of a small call's round trip); on a
-/// current-thread runtime, where that is not possible, it goes to the
-/// blocking pool.
-async fn run_blocking<F>(call: F) -> Result<DispatchResult, tokio::task::JoinError>
-where
-    F: FnOnce() -> DispatchResult + Send + 'static,
-{
-    match tokio::runtime::Handle::current().runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::MultiThread => Ok(tokio::task::block_in_place(call)),
-        _ => tokio::task::spawn_blocking(call).await,
-    }
+/// Serves `tools` on stdin/stdout with the default [`ServerLimits`] until
+/// the client closes the connection.
+pub async fn serve_stdio<T: ToolSet>(tools: T) -> anyhow::Result<()> {
+    serve_stdio_with(tools, ServerLimits::default(), std::future::pending()).await
 }
 
-/// Serves `tools` on stdin/stdout until the client closes the connection.
-pub async fn serve_stdio<T: ToolSet>(tools: T) -> anyhow::Result<()> {
-    let server = McpServer::new(tools);
+/// Serves `tools` on stdin/stdout until the client closes the connection or
+/// `stop` completes (a termination signal, say). Either way every call still
+/// running is cancelled (its commands killed) before this returns.
+pub async fn serve_stdio_with<T: ToolSet>(
+    tools: T,
+    limits: ServerLimits,
+    stop: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let server = McpServer::with_limits(tools, limits);
+    let flow = server.flow.clone();
     // Pipes (how MCP clients start servers) go through the non-blocking
     // reactor; anything else falls back to the blocking standard streams.
-    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
-    running.waiting().await?;
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = FramedStdio::new(read, write, flow.clone());
+    let running = server.serve(transport).await?;
+    let shutdown = flow.shutdown.clone();
+    tokio::select! {
+        quit = running.waiting() => {
+            shutdown.cancel();
+            quit?;
+        }
+        () = stop => {
+            shutdown.cancel();
+        }
+    }
     Ok(())
 }

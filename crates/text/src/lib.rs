@@ -123,15 +123,62 @@ impl std::error::Error for DecodeError {}
 
 /// True when `bytes` look binary: a NUL byte within the first
 /// [`BINARY_SNIFF_BYTES`], unless a UTF-16 byte-order mark explains the zeros.
+/// Bytes that start with a UTF-16 mark must then decode plausibly within
+/// that window (see [`implausible_utf16`]): two bytes of `FF FE` in front of
+/// a binary file do not make it text.
 ///
 /// This is the test git and ripgrep use; it never reads past the sniff window,
 /// so it is cheap on large files.
 pub fn looks_binary(bytes: &[u8]) -> bool {
-    if Encoding::sniff(bytes).is_utf16() {
-        return false;
-    }
     let window = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+    let encoding = Encoding::sniff(bytes);
+    if encoding.is_utf16() {
+        return implausible_utf16(&window[2..], encoding);
+    }
     window.contains(&0)
+}
+
+/// True when a UTF-16 body (the BOM removed) cannot be text: it holds a NUL
+/// code unit (U+0000, as a NUL byte is in UTF-8), an unpaired surrogate
+/// (one cut by the end of the window excepted), or more than one character
+/// in eight that is a control character other than tab, line feed,
+/// carriage return and form feed. Random bytes fail the surrogate test
+/// almost at once (one unit in 32 is a surrogate); a UTF-32 file (`FF FE 00
+/// 00`) fails the NUL test.
+pub fn implausible_utf16(body: &[u8], encoding: Encoding) -> bool {
+    let big_endian = encoding == Encoding::Utf16Be;
+    let units = body.chunks_exact(2).map(|pair| {
+        if big_endian {
+            u16::from_be_bytes([pair[0], pair[1]])
+        } else {
+            u16::from_le_bytes([pair[0], pair[1]])
+        }
+    });
+    let mut chars = 0usize;
+    let mut controls = 0usize;
+    let mut pending_high = false;
+    for unit in units {
+        if pending_high {
+            pending_high = false;
+            if (0xDC00..=0xDFFF).contains(&unit) {
+                chars += 1;
+                continue;
+            }
+            return true;
+        }
+        match unit {
+            0 => return true,
+            0xD800..=0xDBFF => pending_high = true,
+            0xDC00..=0xDFFF => return true,
+            _ => {
+                chars += 1;
+                let control = unit < 0x20 && !matches!(unit, 0x09 | 0x0A | 0x0C | 0x0D)
+                    || (0x7F..=0x9F).contains(&unit);
+                controls += usize::from(control);
+            }
+        }
+    }
+    controls * 8 > chars
 }
 
 /// Decodes `bytes` strictly: binary or invalid input is an error.

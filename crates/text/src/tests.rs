@@ -155,3 +155,45 @@ proptest! {
         prop_assert_eq!(once, twice);
     }
 }
+
+#[test]
+fn implausible_utf16_after_a_bom_is_binary() {
+    let le = |text: &str| {
+        let mut bytes = vec![0xFF, 0xFE];
+        for unit in text.encode_utf16() {
+            bytes.extend_from_slice(&unit.to_le_bytes());
+        }
+        bytes
+    };
+    // Real text, CJK and emoji (surrogate pairs) included, is text.
+    assert!(!looks_binary(&le("plain text\r\n\tand more\n")));
+    assert!(!looks_binary(&le("日本語のテキスト 😀\n")));
+    // A UTF-32 LE BOM: NUL code units.
+    assert!(looks_binary(&[0xFF, 0xFE, 0, 0, b'a', 0, 0, 0]));
+    // NULs at odd places: a NUL unit.
+    assert!(looks_binary(&[0xFF, 0xFE, b'a', 0, 0, 0, b'b', 0]));
+    // An unpaired low surrogate, and a high one followed by a letter.
+    assert!(looks_binary(&[0xFF, 0xFE, 0x00, 0xDC, b'a', 0]));
+    assert!(looks_binary(&[0xFF, 0xFE, 0x00, 0xD8, b'a', 0]));
+    // A high surrogate cut by the end of the window is not held against it.
+    let mut cut = le(&"a".repeat(BINARY_SNIFF_BYTES / 2 - 2));
+    cut.extend_from_slice(&[0x3D, 0xD8, 0x00, 0xDE]);
+    assert!(!looks_binary(&cut));
+    // Mostly control characters.
+    assert!(looks_binary(&le("\u{1}\u{2}\u{3}ab")));
+    assert!(!looks_binary(&le(&format!(
+        "\u{1b}[31m{}",
+        "red text ".repeat(4)
+    ))));
+    // Pseudo-random bytes behind a BOM.
+    let mut state = 0x2545_F491_u32;
+    let mut noise = vec![0xFF, 0xFE];
+    for _ in 0..4096 {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        noise.push((state & 0xFF) as u8);
+    }
+    assert!(looks_binary(&noise));
+    assert_eq!(decode(&noise), Err(DecodeError::Binary));
+}

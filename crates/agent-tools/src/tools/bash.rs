@@ -1,14 +1,16 @@
 //! `bash`: the command runner, with its working directory confined.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::num::NonZeroU64;
+use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_tools_bash::{OutputLimits, RunRequest};
+use agent_tools_bash::{OutputLimits, RunRequest, SpillOpener};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_text::truncate_utf8;
 use cap_std::fs::OpenOptions;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -77,10 +79,15 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
     let ceiling = NonZeroU64::new(HARD_CEILING_PER_STREAM).unwrap_or(NonZeroU64::MIN);
     // Leave room for the JSON around the two streams inside the output cap.
     let inline_budget = max_output.saturating_sub(512).max(256);
-    let request = RunRequest::new(args.command, cwd.abs().to_path_buf(), spill.abs())?
+    sweep_spill_folder(workspace, &spill);
+    let mut request = RunRequest::new(args.command, cwd.abs().to_path_buf(), spill.abs())?
         .with_timeout(timeout)
         .with_limits(OutputLimits::new(inline_budget, ceiling))
-        .with_spill_display_dir(SPILL_DIR);
+        .with_spill_display_dir(SPILL_DIR)
+        .with_spill_opener(confined_spill_opener(workspace, &spill)?);
+    if let Some(launcher) = config.bash_launcher() {
+        request = request.with_launcher(launcher.clone());
+    }
     let spiller = Spiller {
         workspace,
         dir: &spill,
@@ -112,6 +119,117 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
             Err(rebuild(&fields))
         }
         Err(err) => Err(err),
+    }
+}
+
+/// Spill files are created through the workspace's directory handle, by
+/// their path below it, at the moment they are needed: a command that swaps
+/// the spill folder for a link leading out of the root while it runs gets
+/// `path_escape`, and nothing is written outside.
+fn confined_spill_opener(workspace: &Workspace, spill: &ConfinedPath) -> ToolResult<SpillOpener> {
+    let base = workspace
+        .base_dir()
+        .try_clone()
+        .map_err(|err| workspace.io_error(&err, spill))?;
+    let rel = spill.rel().to_path_buf();
+    Ok(SpillOpener::new(move |name| {
+        let escaped = |err: std::io::Error| {
+            if agent_tools_confine::is_escape_error(&err) {
+                std::io::Error::other(ToolError::new(
+                    ErrorCode::PathEscape,
+                    format!(
+                        "the spill folder {SPILL_DIR} now leads outside the workspace root; the output was not saved"
+                    ),
+                ))
+            } else {
+                err
+            }
+        };
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let path = rel.join(name);
+        let opened = match base.open_with(&path, &options) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                // The folder is made on first use. Its own failure (say, a
+                // link in the way) shows in the second open, which is the
+                // error worth reporting.
+                let _ = base.create_dir_all(&rel);
+                base.open_with(&path, &options)
+            }
+            other => other,
+        };
+        opened.map(cap_std::fs::File::into_std).map_err(escaped)
+    }))
+}
+
+/// Spill files older than this are deleted.
+const SPILL_MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+/// At most this many spill files are kept; beyond it the oldest go, but
+/// only among those older than [`SPILL_MIN_AGE`].
+const SPILL_MAX_FILES: usize = 256;
+/// A spill file younger than this is never deleted: a call may still be
+/// writing it, or the agent about to read it.
+const SPILL_MIN_AGE: Duration = Duration::from_secs(60 * 60);
+/// The folder is swept at most this often per process.
+const SPILL_SWEEP_EVERY: Duration = Duration::from_secs(10 * 60);
+
+/// Deletes old spill files: those past [`SPILL_MAX_AGE`], and the oldest past
+/// [`SPILL_MAX_FILES`]. Runs on the first `bash` call of the process and
+/// then at most every [`SPILL_SWEEP_EVERY`] per spill folder. Only regular files named
+/// `bash-*` are touched, through the directory handle; failures are ignored
+/// (a sweep is housekeeping, never a reason to fail a call).
+fn sweep_spill_folder(workspace: &Workspace, spill: &ConfinedPath) {
+    // When each spill folder was last swept (one per workspace root).
+    static LAST_SWEEP: Mutex<BTreeMap<PathBuf, SystemTime>> = Mutex::new(BTreeMap::new());
+    let now = SystemTime::now();
+    {
+        let Ok(mut swept) = LAST_SWEEP.lock() else {
+            return;
+        };
+        let key = spill.abs().to_path_buf();
+        if swept
+            .get(&key)
+            .and_then(|at| now.duration_since(*at).ok())
+            .is_some_and(|since| since < SPILL_SWEEP_EVERY)
+        {
+            return;
+        }
+        swept.insert(key, now);
+    }
+    let Ok(dir) = workspace.open_dir(spill) else {
+        return;
+    };
+    let Ok(entries) = dir.entries() else { return };
+    let mut kept = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("bash-") {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m.into_std()).ok())
+            .unwrap_or(Duration::ZERO);
+        if age >= SPILL_MAX_AGE {
+            let _ = dir.remove_file(name);
+        } else {
+            kept.push((age, name.to_owned()));
+        }
+    }
+    if kept.len() > SPILL_MAX_FILES {
+        // Youngest first; everything past the cap that is old enough goes.
+        kept.sort();
+        for (age, name) in kept.into_iter().skip(SPILL_MAX_FILES) {
+            if age >= SPILL_MIN_AGE {
+                let _ = dir.remove_file(&name);
+            }
+        }
     }
 }
 
@@ -156,9 +274,10 @@ impl Spiller<'_> {
     }
 }
 
-/// The runner keeps the raw bytes of stdout and stderr within the inline
-/// budget, but JSON escaping (`\n`, `\"`, `\u0001`...) can push the result
-/// past `max_output_bytes`, and the tool is not cut by dispatch (cutting it
+/// The runner keeps the escaped size of stdout and stderr within the inline
+/// budget, but invalid UTF-8 (each bad byte may become a three-byte U+FFFD)
+/// and the fields around the streams can still push the result past
+/// `max_output_bytes`, and the tool is not cut by dispatch (cutting it
 /// would break the JSON). Shortens the inline streams, longest first, until
 /// the measured text fits; a stream cut here that had no spill file gets
 /// one, so no output is lost, and `truncated` is set.
@@ -195,8 +314,22 @@ fn fit_streams(
         let Some(Value::String(text)) = object.get_mut(stream) else {
             break;
         };
-        // Each byte dropped shortens the JSON by at least one byte.
-        let keep = truncate_utf8(text, text.len().saturating_sub(over)).len();
+        // Drop characters from the end until their escaped size covers the
+        // excess: no more is cut than needed, however heavily they escape.
+        let mut keep = text.len();
+        let mut dropped = 0;
+        for (at, ch) in text.char_indices().rev() {
+            if dropped >= over {
+                break;
+            }
+            let mut utf8 = [0u8; 4];
+            dropped += ch
+                .encode_utf8(&mut utf8)
+                .bytes()
+                .map(agent_tools_bash::json_escaped_len)
+                .sum::<usize>();
+            keep = at;
+        }
         text.truncate(keep);
     }
     if measure(object) > max {

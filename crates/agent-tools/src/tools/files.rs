@@ -13,17 +13,20 @@ When more lines remain, a note at the end gives the offset to continue from. UTF
 decoded; binary files are refused.";
 
 const LIST_DIR: &str = "List one directory (not recursive): one entry a line, sorted by name, directories \
-ending in '/', symlinks shown as 'name -> target'. Hidden entries are included.";
+ending in '/', symlinks shown as 'name -> target'. Hidden entries are included. Names that could be misread \
+(control characters, ':', ' -> ', ...) are shown as JSON strings, usable as-is as a path. Page long listings \
+with offset and limit (a footer says how to get more).";
 
 const GLOB: &str = "Find files by glob pattern, most recently modified first. The pattern is matched against \
 paths relative to 'path' (default: the workspace root): '*' stays within a directory, '**' crosses them, \
 e.g. '**/*.rs' or 'src/**/test_*.py'. Hidden files are included; files ignored by git (and .git/) are \
-skipped unless respect_gitignore is false. Prints '(no matches)' when nothing matches.";
+skipped unless respect_gitignore is false. Prints '(no matches)' when nothing matches. Page long results \
+with offset and limit (a footer says how to get more).";
 
 const GREP: &str = "Search file contents with a regular expression (Rust/ripgrep syntax), recursively. \
 output_mode: files_with_matches (default, one path a line), content ('path:line:text', context lines as \
-'path-line-text'), or count ('path:N'). Hidden files are searched; git-ignored, binary and oversized files \
-and .git/ are skipped. Results are sorted by path then line; page them with head_limit and offset \
+'path-line-text'), or count ('path:N'). Hidden files are searched, large files too; git-ignored and binary \
+files and .git/ are skipped, and a note names files that could not be searched. Results are sorted by path then line; page them with head_limit and offset \
 (a footer says how to get more).";
 
 const WRITE_FILE: &str = "Create or overwrite a file with exactly the given content (no newline added, \
@@ -32,26 +35,32 @@ parent directory must already exist. Prefer edit_file or multi_edit to change pa
 
 const EDIT_FILE: &str = "Replace text in a file. old_string is matched literally (not a regex, and without \
 the line-number prefix read_file shows) and must occur exactly once, unless replace_all is true. If it is \
-not found exactly, whitespace-tolerant matching is tried (indentation, trailing spaces, collapsed \
-whitespace, typographic quotes); it applies only when it finds exactly one place, and the result says so. \
-new_string is literal. The file keeps its line endings (CRLF stays CRLF) and BOM. When nothing matches, \
-the error names the closest region of the file.";
+not found exactly, tolerant matching is tried line by line (indentation depth and unit, trailing and inner \
+whitespace, typographic quotes and dashes, Unicode normalization); it applies only when exactly one place \
+matches and no other comes close, re-indents new_string to the file's indentation, and the result shows \
+the lines before and after. new_string is literal. The file keeps its line endings (CRLF stays CRLF) and \
+BOM. When nothing matches, the error names every close region (as 'lines N-M') and what differs.";
 
 const MULTI_EDIT: &str = "Apply several edits to one file in one atomic step. Each edit \
 {old_string, new_string, replace_all?} works like edit_file and sees the result of the edits before it. \
-If any edit fails, nothing is written and the error names the edit ('edit 2 of 3: ...').";
+If any edit fails, nothing is written and the error names the edit ('edit 2 of 3: ...'). Line numbers \
+in its messages are those of the file as you read it.";
 
 /// `read_file`, `list_dir`, `glob`, `grep`.
 pub(crate) fn read_tools() -> Vec<ToolDef> {
     vec![
-        ToolDef::typed("read_file", READ_FILE, false, |s, a: ReadFileArgs, _| {
-            s.files.read_file(&a)
+        ToolDef::typed("read_file", READ_FILE, false, |s, a: ReadFileArgs, call| {
+            s.files.read_file_with(&a, call.cancel.flag())
         }),
-        ToolDef::typed("list_dir", LIST_DIR, false, |s, a: ListDirArgs, _| {
-            s.files.list_dir(&a)
+        ToolDef::typed("list_dir", LIST_DIR, false, |s, a: ListDirArgs, call| {
+            s.files.list_dir_with(&a, call.cancel.flag())
         }),
-        ToolDef::typed("glob", GLOB, false, |s, a: GlobArgs, _| s.files.glob(&a)),
-        ToolDef::typed("grep", GREP, false, |s, a: GrepArgs, _| s.files.grep(&a)),
+        ToolDef::typed("glob", GLOB, false, |s, a: GlobArgs, call| {
+            s.files.glob_with(&a, call.cancel.flag())
+        }),
+        ToolDef::typed("grep", GREP, false, |s, a: GrepArgs, call| {
+            s.files.grep_with(&a, call.cancel.flag())
+        }),
     ]
 }
 

@@ -20,7 +20,8 @@ use agent_tools_text::LineEnding;
 use aho_corasick::{AhoCorasick, MatchKind};
 use memchr::memmem;
 
-use super::matching::{self, Edit, Outcome};
+use super::matching::{self, Change, Context, Edit, Origin, Outcome, check_size, size_after};
+use crate::tolerant::{self, Lines, Verdict};
 
 /// Above this many tracked occurrences in all, the lists cost more than they
 /// save; every edit then takes the plain path.
@@ -147,10 +148,10 @@ struct Tracker {
 }
 
 impl Tracker {
-    /// The tracker, and which needles occur in `text` at all.
-    fn new(text: &[u8], needles: Vec<String>) -> (Tracker, Vec<bool>) {
-        let (lists, present) = find_all(text, &needles);
-        (Tracker { needles, lists }, present)
+    /// The tracker of `needles` in `text`.
+    fn new(text: &[u8], needles: Vec<String>) -> Tracker {
+        let lists = find_all(text, &needles);
+        Tracker { needles, lists }
     }
 
     /// Occurrences of needle `index`, if tracked.
@@ -207,20 +208,18 @@ impl Tracker {
 }
 
 /// Every (overlapping) occurrence of each needle, or `None` past
-/// [`MAX_TRACKED`]; and, in any case, which needles occur at all.
-fn find_all(text: &[u8], needles: &[String]) -> (Option<Vec<Vec<usize>>>, Vec<bool>) {
-    let mut present = vec![false; needles.len()];
+/// [`MAX_TRACKED`] (or when the searcher cannot be built).
+fn find_all(text: &[u8], needles: &[String]) -> Option<Vec<Vec<usize>>> {
     let Ok(searcher) = AhoCorasick::builder()
         .match_kind(MatchKind::Standard)
         .build(needles)
     else {
-        return (None, present);
+        return None;
     };
     let mut lists = Some(vec![Vec::new(); needles.len()]);
     let mut total = 0;
     for found in searcher.find_overlapping_iter(text) {
         let index = found.pattern().as_usize();
-        present[index] = true;
         if let Some(all) = lists.as_mut() {
             all[index].push(found.start());
             total += 1;
@@ -234,7 +233,7 @@ fn find_all(text: &[u8], needles: &[String]) -> (Option<Vec<Vec<usize>>>, Vec<bo
             list.sort_unstable();
         }
     }
-    (lists, present)
+    lists
 }
 
 /// A failed edit.
@@ -243,17 +242,117 @@ pub(crate) struct Failure {
     /// Its index in the batch.
     pub index: usize,
     pub error: ToolError,
-    /// Whether its old_string (in the file's line ending) was in the text
-    /// before the batch started.
-    pub in_original: bool,
 }
 
-/// Applies `edits` in order to `text`, returning the result and what each did.
+/// The replacements made so far, to map lines back to the file as read.
+#[derive(Default)]
+struct History {
+    /// For each edit applied, its replacements (in the lines of the text
+    /// after it) and the lines of the file as read each one replaced.
+    steps: Vec<Vec<(Change, (usize, usize))>>,
+}
+
+impl History {
+    /// Where `line` of the current text was in the file as read.
+    fn origin(&self, line: usize) -> Origin {
+        let mut line = line;
+        let mut written_by = None;
+        for (index, step) in self.steps.iter().enumerate().rev() {
+            for (change, _) in step.iter().rev() {
+                if line > change.at + change.added {
+                    line = line + change.removed - change.added;
+                } else if line >= change.at {
+                    // On a line the replacement wrote (in whole or part).
+                    line = change.at + (line - change.at).min(change.removed);
+                    written_by = written_by.or(Some(index));
+                }
+            }
+        }
+        Origin { line, written_by }
+    }
+
+    /// Records an edit's replacements (`at` counted as [`Change`] says).
+    fn record(&mut self, changes: &[Change]) {
+        let mut shift = 0isize;
+        let step = changes
+            .iter()
+            .map(|change| {
+                let before = (change.at as isize - shift) as usize;
+                shift += change.added as isize - change.removed as isize;
+                let first = self.origin(before).line;
+                (*change, (first, first + change.removed))
+            })
+            .collect();
+        self.steps.push(step);
+    }
+
+    /// The earlier edits that replaced any of `lines` (of the file as read).
+    fn touching(&self, lines: Lines) -> Vec<usize> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| {
+                step.iter()
+                    .any(|(_, (first, last))| *first <= lines.last && lines.first <= *last)
+            })
+            .map(|(index, _)| index)
+            .collect()
+    }
+}
+
+/// For an edit that found nothing (or too much) after earlier edits of the
+/// call: where old_string was in the file as read, and which edits changed it.
+fn earlier_edits_note(
+    original: &str,
+    old: &str,
+    new: &str,
+    ending: LineEnding,
+    history: &History,
+) -> Option<String> {
+    let old = ending.apply(old);
+    let new = ending.apply(new);
+    let (lines, how) = match memmem::find(original.as_bytes(), old.as_bytes()) {
+        Some(at) => {
+            let first = matching::line_numbers(original, [at])[0];
+            let height = matching::count_newlines(old.trim_end_matches('\n').as_bytes());
+            (
+                Lines {
+                    first,
+                    last: first + height,
+                },
+                "",
+            )
+        }
+        None => match tolerant::locate(original, &old, &new, ending.as_str()) {
+            Verdict::Unique(found) => (found.lines, " (tolerantly)"),
+            _ => return None,
+        },
+    };
+    let touching = history.touching(lines);
+    let by = match touching.as_slice() {
+        [] => "earlier edits of this call changed the text around it".to_string(),
+        [one] => format!("edit {} of this call changed it", one + 1),
+        many => format!(
+            "edits {} of this call changed it",
+            many.iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Some(format!(
+        "\nold_string matches{how} {lines} of the file as you read it, but {by} (each edit applies to the result of the ones before; line numbers here are those of the file as you read it)"
+    ))
+}
+
+/// Applies `edits` in order to `text`, returning the result and what each
+/// did. No result may pass `max_bytes`.
 pub(crate) fn apply_all(
     text: String,
     edits: &[Edit<'_>],
     ending: LineEnding,
     path: &str,
+    max_bytes: u64,
 ) -> Result<(GapText, Vec<Outcome>), Failure> {
     // The strings each edit searches and inserts, in the file's ending.
     let olds: Vec<Cow<'_, str>> = edits.iter().map(|e| ending.apply(e.old)).collect();
@@ -270,11 +369,30 @@ pub(crate) fn apply_all(
         })
         .collect();
 
-    let (mut tracker, present) = Tracker::new(text.as_bytes(), needles);
-    let fail = |index: usize, error: ToolError| Failure {
-        index,
-        error,
-        in_original: present[needle_of[index]],
+    // Kept to explain a later edit's failure by the file as read.
+    let original = (edits.len() > 1).then(|| text.clone());
+    let mut tracker = Tracker::new(text.as_bytes(), needles);
+    let mut history = History::default();
+    let fail = |index: usize, error: ToolError, history: &History| {
+        let note = match (&original, error.code()) {
+            (
+                Some(original),
+                agent_tools_error::ErrorCode::NoMatch
+                | agent_tools_error::ErrorCode::AmbiguousMatch,
+            ) if index > 0 => earlier_edits_note(
+                original,
+                edits[index].old,
+                edits[index].new,
+                ending,
+                history,
+            ),
+            _ => None,
+        };
+        let error = match note {
+            Some(note) => ToolError::new(error.code(), format!("{}{note}", error.message())),
+            None => error,
+        };
+        Failure { index, error }
     };
     let mut gap = GapText::new(text.into_bytes());
     let mut cursor = LineCursor { at: 0, line: 1 };
@@ -285,27 +403,51 @@ pub(crate) fn apply_all(
             .list(needle)
             .filter(|list| list.len() == 1 && !edit.replace_all)
             .map(|list| list[0]);
+        let origin = |line: usize| history.origin(line);
+        let context = Context {
+            path,
+            ending,
+            max_bytes,
+            origin: &origin,
+        };
         if let Some(from) = unique {
             let to = from + olds[index].len();
-            let line = cursor.line_of(&gap, from);
             let new = news[index].as_bytes();
+            check_size(
+                size_after(gap.len(), 1, to - from, new.len()),
+                &context,
+                "the replacement",
+            )
+            .map_err(|err| fail(index, err, &history))?;
+            let line = cursor.line_of(&gap, from);
+            let change = Change {
+                at: line,
+                removed: newlines(olds[index].as_bytes()),
+                added: newlines(new),
+            };
+            let outcome = Outcome {
+                count: 1,
+                lines: vec![history.origin(line).line],
+                tolerant: None,
+                changes: vec![change],
+            };
             gap.replace(from, to, new);
             tracker.replaced(&gap, from, to, new.len());
-            outcomes.push(Outcome {
-                count: 1,
-                lines: vec![line],
-                level: None,
-            });
+            history.record(&outcome.changes);
+            outcomes.push(outcome);
             continue;
         }
         // The plain path, on the gathered text.
-        let current = gap.into_string().map_err(|err| fail(index, err))?;
-        let (edited, outcome) =
-            matching::apply(&current, edit, ending, path).map_err(|err| fail(index, err))?;
+        let current = gap
+            .into_string()
+            .map_err(|err| fail(index, err, &history))?;
+        let applied = matching::apply(&current, edit, &context);
+        let (edited, outcome) = applied.map_err(|err| fail(index, err, &history))?;
         drop(current);
+        history.record(&outcome.changes);
         outcomes.push(outcome);
         let remaining = std::mem::take(&mut tracker.needles);
-        tracker = Tracker::new(edited.as_bytes(), remaining).0;
+        tracker = Tracker::new(edited.as_bytes(), remaining);
         gap = GapText::new(edited.into_bytes());
         cursor = LineCursor { at: 0, line: 1 };
     }
@@ -348,9 +490,15 @@ mod tests {
                 replace_all,
             })
             .collect();
-        apply_all(text.to_string(), &edits, LineEnding::detect(text), "f")
-            .map(|(gap, outcomes)| (text_of(&gap), outcomes))
-            .map_err(|failure| (failure.index, failure.error))
+        apply_all(
+            text.to_string(),
+            &edits,
+            LineEnding::detect(text),
+            "f",
+            u64::MAX,
+        )
+        .map(|(gap, outcomes)| (text_of(&gap), outcomes))
+        .map_err(|failure| (failure.index, failure.error))
     }
 
     /// The same edits one at a time through the plain engine.
@@ -360,6 +508,7 @@ mod tests {
     ) -> Result<(String, Vec<Outcome>), (usize, ToolError)> {
         let ending = LineEnding::detect(text);
         let mut current = text.to_string();
+        let mut history = History::default();
         let mut outcomes = Vec::new();
         for (index, &(old, new, replace_all)) in edits.iter().enumerate() {
             let edit = Edit {
@@ -367,8 +516,16 @@ mod tests {
                 new,
                 replace_all,
             };
+            let origin = |line: usize| history.origin(line);
+            let context = Context {
+                path: "f",
+                ending,
+                max_bytes: u64::MAX,
+                origin: &origin,
+            };
             let (next, outcome) =
-                matching::apply(&current, &edit, ending, "f").map_err(|e| (index, e))?;
+                matching::apply(&current, &edit, &context).map_err(|e| (index, e))?;
+            history.record(&outcome.changes);
             current = next;
             outcomes.push(outcome);
         }
@@ -402,9 +559,58 @@ mod tests {
             let plain = one_by_one(text, &edits);
             match (batch, plain) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "{edits:?}"),
-                (Err(a), Err(b)) => assert_eq!(a, b, "{edits:?}"),
+                // The batch adds notes about earlier edits; the codes agree.
+                (Err(a), Err(b)) => assert_eq!((a.0, a.1.code()), (b.0, b.1.code()), "{edits:?}"),
                 (a, b) => panic!("{edits:?}: {a:?} vs {b:?}"),
             }
         }
+    }
+
+    #[test]
+    fn lines_are_those_of_the_file_as_read() {
+        let text = "a\nb\nc\nd\ne\n";
+        let (_, outcomes) = run(
+            text,
+            &[
+                ("a\n", "1\n2\n3\n", false),
+                ("  d", "D", false),
+                ("e", "E", true),
+            ],
+        )
+        .unwrap();
+        assert_eq!(outcomes[1].lines, vec![4]);
+        assert_eq!(outcomes[2].lines, vec![5]);
+        // A later edit whose text an earlier one changed is told so, with
+        // the lines of the file as read.
+        let (index, err) =
+            run(text, &[("a\nb\nc", "x", false), ("b\nc\nd", "y", false)]).unwrap_err();
+        assert_eq!(index, 1);
+        assert!(
+            err.message().contains("old_string matches lines 2-4 of the file as you read it, but edit 1 of this call changed it"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn every_step_is_held_to_the_size_limit() {
+        let edits = [
+            Edit {
+                old: "a",
+                new: "bbbb",
+                replace_all: false,
+            },
+            Edit {
+                old: "c",
+                new: "dddd",
+                replace_all: false,
+            },
+        ];
+        let failure = apply_all("a c".to_string(), &edits, LineEnding::Lf, "f", 8)
+            .err()
+            .unwrap();
+        assert_eq!(failure.index, 1);
+        assert_eq!(failure.error.code(), agent_tools_error::ErrorCode::TooLarge);
+        assert!(apply_all("a c".to_string(), &edits, LineEnding::Lf, "f", 9).is_ok());
     }
 }

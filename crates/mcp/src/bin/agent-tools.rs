@@ -1,10 +1,11 @@
 //! The `agent-tools` command: serve the tools over MCP, call one, or list them.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_tools::{AgentTools, Config, Confinement};
+use agent_tools::{AgentTools, Config, Confinement, Launcher};
+use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
@@ -63,9 +64,17 @@ struct WorkspaceArgs {
     no_confine: bool,
 }
 
+/// The hidden subcommand the binary re-executes itself as to start a
+/// command (see `agent_tools_bash::launcher`).
+const LAUNCHER_SUBCOMMAND: &str = "__run-command";
+
 impl WorkspaceArgs {
     fn open(&self) -> Result<AgentTools, agent_tools::StartupError> {
+        // `/proc/self/exe` names this very binary in the child too, even if
+        // the file was replaced or deleted since the server started.
+        let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
         let config = Config::builder(&self.root)
+            .bash_launcher(launcher)
             .read_only(self.read_only)
             .max_output_bytes(self.max_output_bytes)
             .max_file_bytes(self.max_file_bytes)
@@ -81,6 +90,11 @@ impl WorkspaceArgs {
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|arg| arg == LAUNCHER_SUBCOMMAND) {
+        let code = agent_tools_bash::launcher::main(args);
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -99,14 +113,52 @@ fn main() -> ExitCode {
     }
 }
 
+/// Completes on SIGTERM or SIGINT.
+fn termination_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}
+
+/// Writes `text` to stdout. A reader that went away (`| head`) is not an
+/// error worth a message: the rest of the text is simply not wanted.
+fn print_quietly(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err),
+        _ => Ok(()),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
             let tools = workspace.open()?;
+            let limits = ServerLimits::for_max_file_bytes(tools.config().max_file_bytes());
+            // Commands run as our user: without this they could open
+            // /proc/<server>/fd/1 and write forged responses. (It does not
+            // stop root; see SPEC, Security.)
+            if let Err(err) = nix::sys::prctl::set_dumpable(false) {
+                tracing::warn!(error = %err, "cannot make the server non-dumpable");
+            }
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(agent_tools_mcp::serve_stdio(tools))?;
+            let served = runtime.block_on(async {
+                let stop = termination_signal()?;
+                agent_tools_mcp::serve_stdio_with(tools, limits, stop).await
+            });
+            // Calls still running (a read stuck on a FIFO, say) run on
+            // threads of their own and do not hold the exit; their commands
+            // die with us through the launcher.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call {
@@ -125,10 +177,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let args: Value = serde_json::from_str(&text)
                 .map_err(|err| anyhow::anyhow!("the arguments are not valid JSON: {err}"))?;
             let result = tools.call(&tool, args);
-            print!("{}", result.text);
-            if !result.text.ends_with('\n') {
-                println!();
+            let mut text = result.text;
+            if !text.ends_with('\n') {
+                text.push('\n');
             }
+            print_quietly(&text)?;
             Ok(if result.is_error {
                 ExitCode::from(1)
             } else {
@@ -147,7 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&listed)?);
+            print_quietly(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,0 +1,242 @@
+//! The launcher: a small process between the caller and the shell that ties
+//! the command's life to the caller's. A binary offers it as a subcommand
+//! (the `agent-tools` binary as `agent-tools __run-command`) and passes
+//! itself to the runner as a [`Launcher`](crate::Launcher).
+//!
+//! What it does, in order:
+//!
+//! 1. Blocks `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGCHLD` and takes them from a
+//!    signalfd instead (no signal handler: the crate forbids unsafe code).
+//! 2. Asks the kernel for `SIGHUP` when its parent dies (`PR_SET_PDEATHSIG`),
+//!    then checks that the parent named by `--parent-pid` is still its
+//!    parent: if the caller died before that, it gives up at once.
+//! 3. Becomes a child subreaper: a descendant whose parent dies is handed to
+//!    the launcher, not to init, so every process the command starts stays
+//!    in the launcher's subtree, `setsid` or not.
+//! 4. Starts the shell as its child, in its own process group (the runner
+//!    made the launcher the group's leader).
+//! 5. Waits. When the shell ends, it exits the same way: with the shell's
+//!    exit code, or by raising the signal that killed it. Background jobs
+//!    are left running, as without a launcher.
+//! 6. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
+//!    cancellation reaches the launcher too) it `SIGKILL`s every descendant
+//!    that left the process group, which the group kill cannot reach, and
+//!    keeps waiting for the shell. On `SIGHUP` from a dead parent it kills
+//!    those and then the whole group, itself included.
+//!
+//! Later steps (a sandbox, say) fit between 3 and 4.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use nix::errno::Errno;
+use nix::sys::prctl;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, raise, sigprocmask};
+use nix::sys::signalfd::SignalFd;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, getpgrp, getpid, getppid};
+
+use crate::procs;
+
+/// The argument that precedes the caller's process id.
+pub const PARENT_PID_ARG: &str = "--parent-pid";
+
+/// Exit code when the arguments are wrong.
+pub const EXIT_USAGE: i32 = 125;
+/// Exit code when the caller died before the shell could start, or the
+/// shell could not be started.
+pub const EXIT_NOT_STARTED: i32 = 126;
+
+/// Runs the launcher with its arguments (`--parent-pid PID -- PROGRAM
+/// ARGS...`, without the binary's own name or subcommand) and returns the
+/// exit code to end with. When the shell was killed by a signal, the
+/// launcher raises that signal on itself and does not return.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|a| a == EXEC_UNBLOCKED_ARG) {
+        args.next();
+        return exec_unblocked(args);
+    }
+    let (Some(flag), Some(parent), Some(dashes)) = (args.next(), args.next(), args.next()) else {
+        return usage();
+    };
+    let Some(parent) = parent.to_str().and_then(|p| p.parse::<i32>().ok()) else {
+        return usage();
+    };
+    if flag != PARENT_PID_ARG || dashes != "--" {
+        return usage();
+    }
+    let Some(program) = args.next() else {
+        return usage();
+    };
+    let rest: Vec<OsString> = args.collect();
+
+    let mut signals = SigSet::empty();
+    for signal in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGCHLD,
+    ] {
+        signals.add(signal);
+    }
+    if let Err(err) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&signals), None) {
+        eprintln!("agent-tools launcher: cannot block signals: {err}");
+        return EXIT_NOT_STARTED;
+    }
+    let Ok(signalfd) = SignalFd::new(&signals) else {
+        eprintln!("agent-tools launcher: cannot create a signalfd");
+        return EXIT_NOT_STARTED;
+    };
+    if prctl::set_pdeathsig(Signal::SIGHUP).is_err() || getppid().as_raw() != parent {
+        // The caller is gone (or cannot be watched): run nothing.
+        return EXIT_NOT_STARTED;
+    }
+    let _ = prctl::set_child_subreaper(true);
+
+    // A child inherits the signal mask, and the standard library offers no
+    // safe way to clear it between fork and exec. So the child is this same
+    // program again, in a mode that clears the mask and then becomes the
+    // shell by exec.
+    let mut child = Command::new(SELF_EXE);
+    child
+        .args(own_prefix())
+        .arg(EXEC_UNBLOCKED_ARG)
+        .arg("--")
+        .arg(&program)
+        .args(&rest);
+    let shell = match child.spawn() {
+        Ok(child) => Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)),
+        Err(err) => {
+            eprintln!(
+                "agent-tools launcher: cannot start {}: {err}",
+                program.to_string_lossy()
+            );
+            return EXIT_NOT_STARTED;
+        }
+    };
+
+    loop {
+        if let Some(status) = reap(shell) {
+            return mirror(status);
+        }
+        let signal = match signalfd.read_signal() {
+            Ok(Some(info)) => Signal::try_from(i32::try_from(info.ssi_signo).unwrap_or(0)).ok(),
+            Ok(None) | Err(Errno::EINTR) => None,
+            Err(_) => {
+                // Cannot wait for signals any more: stop everything.
+                kill_tree(true);
+                return EXIT_NOT_STARTED;
+            }
+        };
+        match signal {
+            Some(Signal::SIGTERM | Signal::SIGINT) => kill_tree(false),
+            Some(Signal::SIGHUP) if getppid().as_raw() != parent => kill_tree(true),
+            _ => {}
+        }
+    }
+}
+
+/// The mode a launcher starts its child in: clear the signal mask, then
+/// exec the program (`--exec-unblocked -- PROGRAM ARGS...`).
+pub const EXEC_UNBLOCKED_ARG: &str = "--exec-unblocked";
+
+/// This program, also in a child, even if its file was replaced since.
+const SELF_EXE: &str = "/proc/self/exe";
+
+/// The arguments this process was started with before its launcher
+/// arguments (e.g. the binary's subcommand), so that the child reaches the
+/// same entry point.
+fn own_prefix() -> Vec<OsString> {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|arg| arg != PARENT_PID_ARG)
+        .collect()
+}
+
+fn exec_unblocked(mut args: impl Iterator<Item = OsString>) -> i32 {
+    if args.next().is_none_or(|dashes| dashes != "--") {
+        return usage();
+    }
+    let Some(program) = args.next() else {
+        return usage();
+    };
+    if let Err(err) = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None) {
+        eprintln!("agent-tools launcher: cannot clear the signal mask: {err}");
+        return EXIT_NOT_STARTED;
+    }
+    let err = Command::new(&program).args(args).exec();
+    eprintln!(
+        "agent-tools launcher: cannot start {}: {err}",
+        program.to_string_lossy()
+    );
+    EXIT_NOT_STARTED
+}
+
+fn usage() -> i32 {
+    eprintln!("usage: {PARENT_PID_ARG} PID -- PROGRAM [ARGS...]");
+    EXIT_USAGE
+}
+
+/// Reaps every child that has ended (the shell, or adopted orphans); returns
+/// the shell's status once it has ended.
+fn reap(shell: Pid) -> Option<WaitStatus> {
+    let mut shell_status = None;
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return shell_status,
+            Ok(status) => {
+                if status.pid() == Some(shell)
+                    && matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+                {
+                    shell_status = Some(status);
+                }
+            }
+        }
+    }
+}
+
+/// Ends the launcher the way the shell ended.
+fn mirror(status: WaitStatus) -> i32 {
+    match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, signal, _) => {
+            let mut only = SigSet::empty();
+            only.add(signal);
+            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+            let _ = raise(signal);
+            // Only a signal whose default is to be ignored gets here.
+            128 + signal as i32
+        }
+        _ => EXIT_NOT_STARTED,
+    }
+}
+
+/// `SIGKILL`s every descendant outside the launcher's process group (those a
+/// group kill misses), then, with `whole_group`, the group itself. Repeated
+/// while new ones show up, since a dying parent's children are handed to the
+/// launcher and a forking process may add more between two looks.
+fn kill_tree(whole_group: bool) {
+    let me = getpid().as_raw();
+    let group = getpgrp().as_raw();
+    for _ in 0..16 {
+        let Some(procs) = procs::snapshot() else {
+            break;
+        };
+        let escaped: Vec<i32> = procs::descendants(&procs, me)
+            .into_iter()
+            .filter(|p| p.pgrp != group)
+            .map(|p| p.pid)
+            .collect();
+        if escaped.is_empty() {
+            break;
+        }
+        for pid in escaped {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    if whole_group {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    }
+}
