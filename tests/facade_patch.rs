@@ -519,3 +519,103 @@ fn deleting_or_moving_a_symlink_is_refused_and_its_target_kept() {
             .is_symlink()
     );
 }
+
+#[test]
+fn read_only_files_are_refused_like_the_other_writers_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = project();
+    sb.write("locked.txt", "x\n");
+    std::fs::set_permissions(
+        sb.path("locked.txt"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    let before = tree::snapshot(&sb.root);
+    let tools = sb.tools();
+    for patch in [
+        "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# project\n+# p\n--- a/locked.txt\n+++ b/locked.txt\n@@ -1 +1 @@\n-x\n+y\n",
+        "--- a/locked.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+    ] {
+        let message = fail_with(&tools, "apply_patch", json!({"patch": patch}), "io_error");
+        assert!(
+            message.contains("locked.txt: the file is read-only"),
+            "{message}"
+        );
+    }
+    tree::assert_same_tree(&before, &tree::snapshot(&sb.root), "workspace");
+}
+
+#[test]
+fn modes_are_set_as_the_patch_names_them_and_set_id_bits_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = project();
+    std::fs::set_permissions(sb.path("src/a.rs"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let tools = sb.tools();
+    let text = ok(
+        &tools,
+        "apply_patch",
+        json!({"patch": "diff --git a/src/a.rs b/src/a.rs\nold mode 100644\nnew mode 100600\n"}),
+    );
+    assert!(
+        text.contains("M src/a.rs (mode 100644 -> 100600)"),
+        "{text}"
+    );
+    let mode = std::fs::metadata(sb.path("src/a.rs"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777;
+    assert_eq!(mode, 0o600);
+
+    let message = fail_with(
+        &tools,
+        "apply_patch",
+        json!({"patch": "diff --git a/src/a.rs b/src/a.rs\nold mode 100600\nnew mode 104755\n"}),
+        "invalid_input",
+    );
+    assert!(message.contains("104755"), "{message}");
+    let mode = std::fs::metadata(sb.path("src/a.rs"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn a_fifo_or_a_path_ending_in_a_slash_is_not_a_file_and_nothing_hangs() {
+    let sb = project();
+    // Snapshots read every file, so they are taken without the FIFO.
+    let before = tree::snapshot(&sb.root);
+    nix::unistd::mkfifo(
+        &sb.path("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let root = sb.root.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let tools =
+            agent_tools::AgentTools::new(agent_tools::Config::builder(&root).build().unwrap())
+                .unwrap();
+        let mut codes = Vec::new();
+        for patch in [
+            "--- a/pipe\n+++ b/pipe\n@@ -1 +1 @@\n-a\n+b\n",
+            "--- a/README.md/\n+++ b/README.md/\n@@ -1 +1 @@\n-# project\n+# p\n",
+            "--- /dev/null\n+++ b/newdir/\n@@ -0,0 +1 @@\n+x\n",
+        ] {
+            let result = tools.call("apply_patch", json!({"patch": patch}));
+            let value: serde_json::Value = serde_json::from_str(&result.text).unwrap();
+            codes.push(value["error"].as_str().unwrap_or("ok").to_string());
+        }
+        let _ = tx.send(codes);
+    });
+    let codes = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("apply_patch hung on a FIFO");
+    assert_eq!(codes, ["not_a_file", "not_a_file", "not_a_file"]);
+    let pipe = std::fs::symlink_metadata(sb.path("pipe")).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&pipe.file_type()));
+    std::fs::remove_file(sb.path("pipe")).unwrap();
+    tree::assert_same_tree(&before, &tree::snapshot(&sb.root), "workspace");
+}

@@ -75,6 +75,11 @@ pub fn copy_tree(from: &Path, to: &Path) {
             copy_tree(&src, &dst);
         } else {
             fs::copy(&src, &dst).unwrap();
+            // A source kept without write bits (a shared read-only copy)
+            // still gives files its owner may write, as a checkout has.
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&dst).unwrap().permissions().mode();
+            fs::set_permissions(&dst, fs::Permissions::from_mode(mode | 0o200)).unwrap();
         }
     }
 }

@@ -65,7 +65,8 @@ pub enum Group {
     Glob,
     /// read_file round trips over MCP stdio.
     Mcp,
-    /// read_file of the last 100 lines of a large file vs tail.
+    /// read_file of the last 50 lines of a large log (first call, and after an
+    /// append) vs tail.
     Tail,
     /// edit_file and multi_edit on a 10 MB file vs read+write and sed -i.
     Edit,

@@ -7,24 +7,38 @@
 //! A reader, or a crash at any moment, sees either the old content or the new
 //! content under the target's name, never a mix.
 //!
-//! The temporary file is named `.<name>.tmp.<pid>.<counter>` and is removed on
-//! every error path. Only a process killed between creating it and renaming it
-//! can leave one behind; such leftovers never hold the target's name.
+//! Just before the rename the target is looked at once more and compared with
+//! what the writer saw when it read it ([`Expected`]): a file that another
+//! program replaced or changed meanwhile is not overwritten; the write fails
+//! with a message saying so. A target that did not exist must still not exist
+//! (the rename refuses to replace anything).
 //!
-//! An existing target keeps its permission bits and, where the process may
-//! set it, its owner. Being a rename, the write gives the target a new inode:
-//! hard links to the old file keep the old content.
+//! The temporary file is named `.<name>.agent-tools.tmp.<pid>.<counter>` and is
+//! removed on every error path. Only a process killed between creating it and
+//! renaming it can leave one behind; the next write into that directory
+//! removes the leftovers of processes that are gone (in a directory of more
+//! than 1024 entries, the first write of a process and then one a minute).
+//!
+//! An existing target keeps its permission bits (set-user-ID and set-group-ID
+//! cleared, as a write by anyone but the owner would), its extended attributes
+//! (and so its ACLs) where the process may set them, and, where the process
+//! may set it, its owner. Being a rename, the write gives the target a new
+//! inode: hard links to the old file keep the old content.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use cap_std::fs::{Dir, Metadata, OpenOptions};
+use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 
-/// The part of a temporary file's name that follows the target's name.
-pub(crate) const TEMP_INFIX: &str = ".tmp.";
+/// What marks a temporary file as this tool's: it follows the target's name
+/// and precedes the writer's pid and a counter.
+pub(crate) const TEMP_MARK: &str = ".agent-tools.tmp.";
 
 /// Longest slice of the target's name kept in a temporary name, so the
 /// temporary name stays under the usual 255-byte limit.
@@ -33,7 +47,27 @@ const MAX_NAME_IN_TEMP: usize = 160;
 /// How many names to try when a temporary name is taken.
 const CREATE_ATTEMPTS: u32 = 16;
 
+/// A directory with more entries than this is swept at most once per
+/// [`SWEEP_INTERVAL`] by one process, so writes into a huge directory do not
+/// each pay for reading it whole; smaller ones are swept before every write.
+const SWEEP_EVERY_WRITE_UP_TO: usize = 1024;
+
+/// How often a large directory is swept.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// A leftover whose pid is alive is still removed once it is this old: the
+/// pid then belongs to some other process (pids are reused), since no write
+/// takes anywhere near that long.
+const STALE_AFTER: Duration = Duration::from_secs(60 * 60);
+
+/// Directories remembered as swept; the memory is cleared past this many.
+const MAX_SWEPT_DIRS: usize = 4096;
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Large directories (by device and inode) this process swept, and when.
+static SWEPT: LazyLock<Mutex<HashMap<(u64, u64), Instant>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// The name of a fresh temporary sibling of `name`.
 pub(crate) fn temp_name(name: &OsStr) -> OsString {
@@ -41,9 +75,166 @@ pub(crate) fn temp_name(name: &OsStr) -> OsString {
     let kept = agent_tools_text::truncate_utf8(&lossy, MAX_NAME_IN_TEMP);
     let counter = COUNTER.fetch_add(1, Ordering::Relaxed);
     OsString::from(format!(
-        ".{kept}{TEMP_INFIX}{}.{counter}",
+        ".{kept}{TEMP_MARK}{}.{counter}",
         std::process::id()
     ))
+}
+
+/// The pid in a name of the form `temp_name` makes, `None` for any other
+/// name. Every part is checked, so a user's file that merely looks alike
+/// (another suffix, a letter in the number, no leading dot) is not taken
+/// for a leftover.
+pub(crate) fn leftover_pid(name: &OsStr) -> Option<i32> {
+    let name = name.to_str()?;
+    let rest = name.strip_prefix('.')?;
+    let at = rest.rfind(TEMP_MARK)?;
+    if at == 0 {
+        return None;
+    }
+    let (pid, counter) = rest[at + TEMP_MARK.len()..].split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(counter) {
+        return None;
+    }
+    pid.parse().ok().filter(|pid| *pid > 0)
+}
+
+/// Whether a process with this pid exists (one we may not signal exists too).
+fn process_alive(pid: i32) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
+/// Removes temporary files that killed writers left in `dir`. Only names
+/// of this tool's pattern are considered, only regular files, never this
+/// process's own (another thread may be writing it), and only when their
+/// process is gone or they are older than [`STALE_AFTER`]. Best effort:
+/// failures are ignored, since a leftover harms nothing but tidiness.
+pub(crate) fn sweep_leftovers(dir: &Dir) {
+    let Ok(meta) = dir.dir_metadata() else {
+        return;
+    };
+    let key = (meta.dev(), meta.ino());
+    {
+        let swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        if swept
+            .get(&key)
+            .is_some_and(|at| at.elapsed() < SWEEP_INTERVAL)
+        {
+            return;
+        }
+    }
+    let seen = sweep_now(dir);
+    let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if seen > SWEEP_EVERY_WRITE_UP_TO {
+        if swept.len() >= MAX_SWEPT_DIRS {
+            swept.clear();
+        }
+        swept.insert(key, Instant::now());
+    } else {
+        swept.remove(&key);
+    }
+}
+
+/// Sweeps `dir` now; returns how many entries it holds.
+fn sweep_now(dir: &Dir) -> usize {
+    let Ok(entries) = dir.entries() else {
+        return 0;
+    };
+    let own = i32::try_from(std::process::id()).unwrap_or(0);
+    let mut seen = 0;
+    for entry in entries.flatten() {
+        seen += 1;
+        let name = entry.file_name();
+        let Some(pid) = leftover_pid(&name) else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(meta) = dir.symlink_metadata(&name) else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|modified| SystemTime::now().duration_since(modified.into_std()).ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if stale || !process_alive(pid) {
+            let _ = dir.remove_file(&name);
+        }
+    }
+    seen
+}
+
+/// What a writer saw of a file when it read it: enough to tell, just before
+/// replacing it, whether anyone replaced or changed it since.
+///
+/// The identity is the device and inode (a replacement by rename gives a new
+/// inode) plus the size and modification time (a change in place keeps the
+/// inode). A change in place that keeps the size and lands within the same
+/// tick of the filesystem's clock as the read cannot be told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+impl FileStamp {
+    /// The stamp of metadata read through the workspace's handle.
+    pub fn of(meta: &Metadata) -> FileStamp {
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+        }
+    }
+
+    /// The stamp of metadata from an open file (`File::metadata`).
+    pub fn of_std(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt as _;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+        }
+    }
+
+    /// Whether both name the same file (device and inode), whatever its
+    /// content.
+    pub fn same_file(&self, other: &FileStamp) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+}
+
+/// What a replacement must find under the target's name just before it
+/// renames its new content into place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// Nothing: the file is being created. Whatever appeared meanwhile is
+    /// not replaced.
+    Absent,
+    /// The file as the writer read it.
+    Same(FileStamp),
+}
+
+impl Expected {
+    /// `Same` for metadata of an existing target, `Absent` for none.
+    pub fn from_existing(existing: Option<&Metadata>) -> Expected {
+        existing.map_or(Expected::Absent, |meta| Expected::Same(FileStamp::of(meta)))
+    }
 }
 
 /// Removes the temporary file when dropped, unless it was renamed into place.
@@ -73,17 +264,39 @@ impl Drop for TempGuard<'_> {
 
 /// Replaces the content of `path` with the concatenation of `parts`.
 ///
-/// `existing` is the target's metadata when it exists (its permissions and
-/// owner are carried over), `None` when the file is being created (it gets the
-/// default mode, subject to the umask).
+/// `existing` is the target's metadata as the caller saw it before reading
+/// it (its permissions and owner are carried over, and the target must be
+/// unchanged since), `None` when the file is being created (it gets the
+/// default mode, subject to the umask, and must still not exist).
 pub(crate) fn replace(
     workspace: &Workspace,
     path: &ConfinedPath,
     parts: &[&[u8]],
     existing: Option<&Metadata>,
 ) -> ToolResult<()> {
+    replace_expecting(
+        workspace,
+        path,
+        parts,
+        existing,
+        Expected::from_existing(existing),
+    )
+    .map(drop)
+}
+
+/// [`replace`] with an explicit expectation; returns the stamp of the new
+/// content, so a caller that may write the same path again (a patch rolling
+/// back) can expect exactly what it wrote.
+pub(crate) fn replace_expecting(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+    parts: &[&[u8]],
+    existing: Option<&Metadata>,
+    expected: Expected,
+) -> ToolResult<FileStamp> {
     let (dir, name) = workspace.open_parent(path)?;
     let fail = |err: io::Error| workspace.io_error(&err, path);
+    sweep_leftovers(&dir);
 
     let (temp, file) = create_temp(&dir, &name).map_err(fail)?;
     let mut guard = TempGuard {
@@ -92,15 +305,21 @@ pub(crate) fn replace(
     };
     let mut file = file.into_std();
     if let Some(meta) = existing {
-        carry_over(&file, meta).map_err(fail)?;
+        carry_over(&dir, &name, &file, meta).map_err(fail)?;
     }
     for part in parts {
         file.write_all(part).map_err(fail)?;
     }
     file.sync_all().map_err(fail)?;
+    let stamp = FileStamp::of_std(&file.metadata().map_err(fail)?);
     drop(file);
 
-    dir.rename(guard.name(), &dir, &name).map_err(fail)?;
+    check_unchanged(&dir, &name, path, expected)?;
+    match expected {
+        Expected::Same(_) => dir.rename(guard.name(), &dir, &name).map_err(fail)?,
+        Expected::Absent => rename_no_replace(&dir, guard.name(), &name)
+            .map_err(|err| created_meanwhile(err, path).unwrap_or_else(fail))?,
+    }
     guard.disarm();
     drop(guard);
 
@@ -114,19 +333,192 @@ pub(crate) fn replace(
                 "{path}: the new content was written, but flushing its directory to disk failed: {err}"
             ),
         )
-    })
+    })?;
+    Ok(stamp)
+}
+
+/// The error for a target that changed on disk after the caller read it.
+pub(crate) fn changed_on_disk(path: &ConfinedPath) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{path}: the file changed on disk since it was read (another program wrote it); nothing was written. Read it again and redo the change"
+        ),
+    )
+}
+
+fn created_on_disk(path: &ConfinedPath) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{path}: a file appeared at this path while the write was prepared (another program created it); nothing was written. Read it, then retry"
+        ),
+    )
+}
+
+fn created_meanwhile(err: io::Error, path: &ConfinedPath) -> Result<ToolError, io::Error> {
+    if err.kind() == io::ErrorKind::AlreadyExists {
+        Ok(created_on_disk(path))
+    } else {
+        Err(err)
+    }
+}
+
+/// Compares what is under `name` now with what the writer expects.
+pub(crate) fn check_unchanged(
+    dir: &Dir,
+    name: &OsStr,
+    path: &ConfinedPath,
+    expected: Expected,
+) -> ToolResult<()> {
+    let now = match dir.symlink_metadata(name) {
+        Ok(meta) => Some(FileStamp::of(&meta)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => {
+            return Err(ToolError::from_io(
+                &err,
+                std::path::Path::new(path.display()),
+            ));
+        }
+    };
+    match (expected, now) {
+        (Expected::Absent, None) => Ok(()),
+        (Expected::Absent, Some(_)) => Err(created_on_disk(path)),
+        (Expected::Same(seen), Some(now)) if seen == now => Ok(()),
+        (Expected::Same(_), _) => Err(changed_on_disk(path)),
+    }
+}
+
+/// Renames `from` to `to` within `dir`, failing with `AlreadyExists` rather
+/// than replacing an existing `to`. Both are single names (no `/`), so the
+/// call cannot leave the directory.
+fn rename_no_replace(dir: &Dir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{RenameFlags, renameat2};
+    match renameat2(dir, from, dir, to, RenameFlags::RENAME_NOREPLACE) {
+        Ok(()) => Ok(()),
+        // A filesystem without the flag: the check just made is all there is.
+        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
+            if dir.symlink_metadata(to).is_ok() {
+                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+            }
+            dir.rename(from, dir, to)
+        }
+        Err(errno) => Err(io::Error::from(errno)),
+    }
+}
+
+/// Moves `from` to `to` (both inside the workspace) without replacing an
+/// existing `to`, and only if `from` is still the file the caller saw.
+pub fn rename_new(
+    workspace: &Workspace,
+    from: &ConfinedPath,
+    to: &ConfinedPath,
+    seen: Option<FileStamp>,
+) -> ToolResult<()> {
+    let (from_dir, from_name) = workspace.open_parent(from)?;
+    let (to_dir, to_name) = workspace.open_parent(to)?;
+    if let Some(seen) = seen {
+        check_unchanged(&from_dir, &from_name, from, Expected::Same(seen))?;
+    }
+    use nix::errno::Errno;
+    use nix::fcntl::{RenameFlags, renameat2};
+    let result = match renameat2(
+        &from_dir,
+        from_name.as_os_str(),
+        &to_dir,
+        to_name.as_os_str(),
+        RenameFlags::RENAME_NOREPLACE,
+    ) {
+        Ok(()) => Ok(()),
+        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
+            if to_dir.symlink_metadata(&to_name).is_ok() {
+                Err(io::Error::from(io::ErrorKind::AlreadyExists))
+            } else {
+                from_dir.rename(&from_name, &to_dir, &to_name)
+            }
+        }
+        Err(errno) => Err(io::Error::from(errno)),
+    };
+    result.map_err(|err| {
+        created_meanwhile(err, to).unwrap_or_else(|err| workspace.io_error(&err, from))
+    })?;
+    let _ = sync_dir(&to_dir);
+    let _ = sync_dir(&from_dir);
+    Ok(())
+}
+
+/// Removes `path` only if it is still the file the caller saw.
+pub fn remove_seen(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+    seen: Option<FileStamp>,
+) -> ToolResult<()> {
+    let (dir, name) = workspace.open_parent(path)?;
+    if let Some(seen) = seen {
+        check_unchanged(&dir, &name, path, Expected::Same(seen))?;
+    }
+    dir.remove_file(&name)
+        .map_err(|err| workspace.io_error(&err, path))?;
+    let _ = sync_dir(&dir);
+    Ok(())
 }
 
 /// Refuses to replace a file nobody may write to (mode without any write
 /// bit): the rename would otherwise bypass the permission the file carries.
 pub(crate) fn refuse_read_only(path: &ConfinedPath, meta: &Metadata) -> ToolResult<()> {
     if meta.permissions().readonly() {
-        return Err(ToolError::new(
-            ErrorCode::IoError,
-            format!("{path}: the file is read-only; not changed"),
-        ));
+        return Err(read_only(path));
     }
     Ok(())
+}
+
+/// The error for a file without any write permission bit.
+pub fn read_only(path: &ConfinedPath) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!("{path}: the file is read-only; not changed"),
+    )
+}
+
+/// Opens `path` for reading without blocking (a FIFO swapped in after a
+/// check cannot hang the open) and refuses anything but a regular file
+/// (`not_a_file`). Returns the file and its metadata, taken from the open
+/// file before any byte is read: the stamp a later replacement expects.
+pub fn open_regular(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+) -> ToolResult<(std::fs::File, std::fs::Metadata)> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    let rel = if path.rel().as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        path.rel()
+    };
+    let file = workspace
+        .base_dir()
+        .open_with(rel, &options)
+        .map_err(|err| workspace.io_error(&err, path))?
+        .into_std();
+    let meta = file
+        .metadata()
+        .map_err(|err| workspace.io_error(&err, path))?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!("{path}: is a directory"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!("{path}: is not a regular file"),
+        ));
+    }
+    Ok((file, meta))
 }
 
 fn sync_dir(dir: &Dir) -> io::Result<()> {
@@ -150,33 +542,75 @@ fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, cap_std::fs::Fi
     Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists)))
 }
 
-/// Gives the temporary file the target's permissions (and owner, when allowed).
-fn carry_over(file: &std::fs::File, meta: &Metadata) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use cap_std::fs::{MetadataExt, PermissionsExt};
-        use std::os::unix::fs::PermissionsExt as _;
+/// The permission bits a replacement keeps: set-user-ID and set-group-ID
+/// are cleared (as the kernel clears them when anyone but a privileged
+/// owner writes the file), everything else stays.
+pub(crate) fn kept_mode(mode: u32) -> u32 {
+    mode & 0o1777
+}
 
-        let mode = meta.permissions().mode() & 0o7777;
-        // Owner first: changing the owner may clear set-id bits, which the
-        // mode below then restores.
-        let current = file.metadata()?;
-        {
-            use std::os::unix::fs::MetadataExt as _;
-            if current.uid() != meta.uid() || current.gid() != meta.gid() {
-                // Only a privileged process may give a file away; otherwise
-                // keeping our own ownership is the best we can do.
-                let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
-            }
-        }
-        file.set_permissions(std::fs::Permissions::from_mode(mode))
-    }
-    #[cfg(not(unix))]
+/// Extended attributes not carried over: the security namespace holds
+/// labels the system assigns itself and file capabilities, which a write
+/// clears (as it clears set-user-ID).
+fn carried_xattr(name: &OsStr) -> bool {
+    !name.as_encoded_bytes().starts_with(b"security.")
+}
+
+/// Gives the temporary file the target's extended attributes, owner and
+/// permissions.
+fn carry_over(dir: &Dir, name: &OsStr, file: &std::fs::File, meta: &Metadata) -> io::Result<()> {
+    use cap_std::fs::PermissionsExt;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    copy_xattrs(dir, name, file)?;
+    // Owner before mode: changing the owner may clear permission bits,
+    // which the mode below then sets again.
+    let current = file.metadata()?;
     {
-        let mut perms = file.metadata()?.permissions();
-        perms.set_readonly(meta.permissions().readonly());
-        file.set_permissions(perms)
+        use std::os::unix::fs::MetadataExt as _;
+        if current.uid() != meta.uid() || current.gid() != meta.gid() {
+            // Only a privileged process may give a file away; otherwise
+            // keeping our own ownership is the best we can do.
+            let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+        }
     }
+    let mode = kept_mode(meta.permissions().mode());
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+/// Copies the target's extended attributes (user attributes, and the
+/// system ones that hold ACLs) to the temporary file. A target that cannot
+/// be opened for reading, or a filesystem without extended attributes, has
+/// none to copy; an attribute that exists but cannot be set fails the write,
+/// so nothing is lost silently.
+fn copy_xattrs(dir: &Dir, name: &OsStr, file: &std::fs::File) -> io::Result<()> {
+    use xattr::FileExt;
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .custom_flags((nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW).bits());
+    let Ok(target) = dir.open_with(name, &options) else {
+        return Ok(());
+    };
+    let target = target.into_std();
+    let Ok(names) = target.list_xattr() else {
+        return Ok(());
+    };
+    for attr in names.filter(|attr| carried_xattr(attr)) {
+        let Some(value) = target.get_xattr(&attr)? else {
+            continue;
+        };
+        file.set_xattr(&attr, &value).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!(
+                    "could not carry over the extended attribute {}: {err}",
+                    attr.to_string_lossy()
+                ),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -184,13 +618,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temp_names_are_hidden_unique_and_bounded() {
+    fn temp_names_are_hidden_unique_bounded_and_recognised() {
         let a = temp_name(OsStr::new("main.rs"));
         let b = temp_name(OsStr::new("main.rs"));
         assert_ne!(a, b);
+        assert_eq!(leftover_pid(&a), i32::try_from(std::process::id()).ok());
         let a = a.to_string_lossy().into_owned();
-        assert!(a.starts_with(".main.rs.tmp."), "{a}");
+        assert!(a.starts_with(".main.rs.agent-tools.tmp."), "{a}");
         let long = "x".repeat(300);
-        assert!(temp_name(OsStr::new(&long)).len() < 255);
+        let long = temp_name(OsStr::new(&long));
+        assert!(long.len() < 255);
+        assert!(leftover_pid(&long).is_some());
+    }
+
+    #[test]
+    fn only_the_exact_pattern_is_a_leftover() {
+        for name in [
+            "main.rs.agent-tools.tmp.12.3",    // no leading dot
+            ".main.rs.agent-tools.tmp.12",     // no counter
+            ".main.rs.agent-tools.tmp.12.3.4", // one part too many
+            ".main.rs.agent-tools.tmp.1x.3",   // not a number
+            ".main.rs.agent-tools.tmp..3",     // empty pid
+            ".main.rs.agent-tools.tmp.0.3",    // pid 0
+            ".agent-tools.tmp.12.3",           // no target name
+            ".main.rs.tmp.12.3",               // the old pattern
+            ".main.rs.agent-tools.temp.12.3",
+            ".main.rs.agent-tools.tmp.99999999999.3", // not a pid
+        ] {
+            assert_eq!(leftover_pid(OsStr::new(name)), None, "{name}");
+        }
+        assert_eq!(
+            leftover_pid(OsStr::new(".a.agent-tools.tmp.agent-tools.tmp.12.3")),
+            Some(12)
+        );
+    }
+
+    #[test]
+    fn set_id_bits_are_cleared_and_the_rest_kept() {
+        assert_eq!(kept_mode(0o104755), 0o755);
+        assert_eq!(kept_mode(0o2644), 0o644);
+        assert_eq!(kept_mode(0o1777), 0o1777);
+        assert_eq!(kept_mode(0o600), 0o600);
     }
 }

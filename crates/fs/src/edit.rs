@@ -49,6 +49,7 @@ impl FileTools {
         let path = self.workspace().resolve(&args.path)?;
         let lock = self.write_locks.lock_for(path.abs());
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _file_lock = self.lock_files([&path])?;
 
         let loaded = self.load_for_edit(&path)?;
         let ending = ending_for(&loaded.text, [&edit]);
@@ -80,6 +81,7 @@ impl FileTools {
         let path = self.workspace().resolve(&args.path)?;
         let lock = self.write_locks.lock_for(path.abs());
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _file_lock = self.lock_files([&path])?;
 
         let mut loaded = self.load_for_edit(&path)?;
         let ending = ending_for(&loaded.text, &edits);

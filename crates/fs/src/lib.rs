@@ -33,6 +33,7 @@ mod glob;
 mod grep;
 mod list;
 mod lock;
+mod newlines;
 mod page;
 mod read;
 pub mod tolerant;
@@ -40,18 +41,32 @@ mod walk;
 mod write;
 
 pub use args::*;
+pub use atomic::{Expected, FileStamp, open_regular, read_only, remove_seen, rename_new};
+pub use lock::FileLocks;
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a
 /// temporary file beside it, flushed, renamed over it, all beneath the
-/// workspace's directory handle. An existing file keeps its permissions.
+/// workspace's directory handle. An existing file keeps its permissions
+/// (set-id bits cleared), extended attributes and, where allowed, owner.
 /// The parent directory must exist.
-pub fn write_atomic(workspace: &Workspace, path: &ConfinedPath, data: &[u8]) -> ToolResult<()> {
+///
+/// Just before the rename, the target must still be what `expected` says:
+/// absent, or the very file the caller read (same inode, size and
+/// modification time); otherwise nothing is written and the error says the
+/// file changed on disk. Returns the stamp of the new file, which a later
+/// write of the same path can expect.
+pub fn write_atomic(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+    data: &[u8],
+    expected: Expected,
+) -> ToolResult<FileStamp> {
     let existing = match workspace.symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(err) if err.code() == agent_tools_error::ErrorCode::NotFound => None,
         Err(err) => return Err(err),
     };
-    atomic::replace(workspace, path, &[data], existing.as_ref())
+    atomic::replace_expecting(workspace, path, &[data], existing.as_ref(), expected)
 }
 
 /// The envelope field that marks an error as the result of a cancelled call.
@@ -96,6 +111,9 @@ pub struct FileTools {
     workspace: Workspace,
     limits: Limits,
     write_locks: lock::PathLocks,
+    /// Newline checkpoints of large files read, for real line numbers
+    /// without recounting (read_file).
+    newlines: newlines::NewlineCache,
 }
 
 impl FileTools {
@@ -105,6 +123,7 @@ impl FileTools {
             workspace,
             limits,
             write_locks: lock::PathLocks::default(),
+            newlines: newlines::NewlineCache::default(),
         }
     }
 
@@ -124,5 +143,24 @@ impl FileTools {
     /// several, so no update is lost between them.
     pub fn path_lock(&self, path: &ConfinedPath) -> Arc<Mutex<()>> {
         self.write_locks.lock_for(path.abs())
+    }
+
+    /// The cross-process lock on the files at `paths`, taken after their
+    /// [`path_lock`](Self::path_lock)s and held for the whole
+    /// read-modify-write, so writers in other processes (another server on
+    /// the same folder) wait instead of losing an update. Pass the paths in
+    /// sorted order when there are several. Waits up to 10 s for another
+    /// process, then fails with `io_error`; paths that name no file yet are
+    /// skipped (creating is guarded by the rename, which refuses to replace
+    /// a file that appeared meanwhile).
+    pub fn lock_files<'a>(
+        &self,
+        paths: impl IntoIterator<Item = &'a ConfinedPath>,
+    ) -> ToolResult<FileLocks> {
+        let mut locks = FileLocks::default();
+        for path in paths {
+            locks.add(&self.workspace, path, lock::FILE_LOCK_WAIT)?;
+        }
+        Ok(locks)
     }
 }

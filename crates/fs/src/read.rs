@@ -12,7 +12,7 @@ use agent_tools_text::{
     truncate_line, utf8_boundary,
 };
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use crate::{FileTools, ReadFileArgs, cancelled};
 
@@ -56,14 +56,46 @@ impl FileTools {
                 ),
             )
         };
-        if size > max {
-            if args.offset < 0 {
-                return self.read_tail_of_large_file(&path, &mut file, size, args, cancel);
-            }
+        if size > max && args.offset > 0 {
             return Err(too_large(size.to_string()));
         }
+        // A tail always, and a large file within the limit, are read in
+        // blocks: never whole, numbered from the cached newline counts.
+        if args.offset < 0 || size >= crate::newlines::MIN_STEP {
+            let io = |err: std::io::Error| self.workspace().io_error(&err, &path);
+            let mut head = vec![0u8; agent_tools_text::BINARY_SNIFF_BYTES];
+            let head_len = read_up_to(&mut file, &mut head).map_err(io)?;
+            head.truncate(head_len);
+            if looks_binary(&head) {
+                return Err(binary_error(&path));
+            }
+            let encoding = Encoding::sniff(&head);
+            if !encoding.is_utf16() {
+                let streamed = Streamed {
+                    path: &path,
+                    meta: &meta,
+                    encoding,
+                    over_limit: size > max,
+                };
+                return if args.offset < 0 {
+                    self.read_tail(&streamed, &mut file, args, cancel)
+                } else {
+                    self.read_from_line(&streamed, &mut file, args, cancel)
+                };
+            }
+            if size > max {
+                return Err(ToolError::new(
+                    ErrorCode::TooLarge,
+                    format!(
+                        "{path}: a UTF-16 file of {size} bytes is over the {max} byte limit and cannot be read in parts"
+                    ),
+                ));
+            }
+            // UTF-16 within the limit: decoded whole, below.
+            file.seek(SeekFrom::Start(0)).map_err(io)?;
+        }
         // Bounded even so: the file may have grown since its size was read.
-        let bytes = crate::walk::read_bounded(&mut file, max)
+        let bytes = crate::walk::read_bounded(&mut file, max, size)
             .map_err(|err| self.workspace().io_error(&err, &path))?
             .ok_or_else(|| too_large(format!("at least {}", max.saturating_add(1))))?;
         let text = decode_for_reading(&path, &bytes)?;
@@ -77,19 +109,22 @@ impl FileTools {
         let shown = lines[first - 1..first - 1 + wanted]
             .iter()
             .map(|line| shown_line(line.strip_suffix('\r').unwrap_or(line), 0));
-        Ok(self.render(shown, wanted, first, total, Continue::Forward))
+        self.render(&path, shown, wanted, first, total, Continue::Forward)
     }
 
     /// Renders `wanted` display-ready lines (the first being line `first`)
     /// within the output budget, with a continuation hint when lines remain.
+    /// A NUL among the characters shown makes the file `is_binary`, whichever
+    /// way it was read.
     fn render<'a>(
         &self,
+        path: &ConfinedPath,
         lines: impl Iterator<Item = Cow<'a, str>>,
         wanted: usize,
         first: usize,
         total: usize,
         next: Continue,
-    ) -> String {
+    ) -> ToolResult<String> {
         let last_wanted = first + wanted.max(1) - 1;
         let width = number_width(last_wanted);
         let mut out = String::new();
@@ -97,73 +132,122 @@ impl FileTools {
         let budget = self.limits().max_output_bytes.saturating_sub(160);
         let mut shown = 0;
         for line in lines.take(wanted) {
+            if line.contains('\0') {
+                return Err(binary_error(path));
+            }
             let before = out.len();
             let _ = writeln!(out, "{:>width$}\t{line}", first + shown);
             if out.len() > budget && shown > 0 {
                 // This line pushed us over: drop it and stop here.
                 out.truncate(before);
-                return with_hint(out, first, first + shown - 1, total, true, next);
+                return Ok(with_hint(out, first, first + shown - 1, total, true, next));
             }
             shown += 1;
         }
         let last = first + shown - 1;
         if last < total {
-            with_hint(out, first, last, total, false, next)
+            Ok(with_hint(out, first, last, total, false, next))
         } else {
-            out
+            Ok(out)
         }
     }
 
-    /// The last lines of a file over the size limit. Reads backwards from the
-    /// end to find where they start, counts the lines before that to number
-    /// them, then reads forwards only as much as the view can show: memory
-    /// stays bounded by the output budget whatever the file's size, and
-    /// however long its lines are.
-    fn read_tail_of_large_file(
+    /// The last lines of a UTF-8 file. Reads backwards from the end to find
+    /// where they start, takes the count of the lines before them from the
+    /// file's newline index (counted once at memory speed, then kept and
+    /// extended as the file grows), then reads forwards only as much as the
+    /// view can show: memory stays bounded by the output budget whatever the
+    /// file's size, and however long its lines are.
+    fn read_tail(
         &self,
-        path: &ConfinedPath,
+        streamed: &Streamed<'_>,
         file: &mut File,
-        size: u64,
         args: &ReadFileArgs,
         cancel: &AtomicBool,
     ) -> ToolResult<String> {
+        let path = streamed.path;
         let io = |err: std::io::Error| self.workspace().io_error(&err, path);
-        let mut head = vec![0u8; agent_tools_text::BINARY_SNIFF_BYTES];
-        let head_len = read_up_to(file, &mut head).map_err(io)?;
-        head.truncate(head_len);
-        if looks_binary(&head) {
-            return Err(binary_error(path));
+        let size = streamed.meta.len();
+        let bom = streamed.encoding.bom().len() as u64;
+        if size <= bom {
+            return Ok(EMPTY_FILE.to_string());
         }
-        let encoding = Encoding::sniff(&head);
-        if encoding.is_utf16() {
-            return Err(ToolError::new(
-                ErrorCode::TooLarge,
-                format!(
-                    "{path}: a UTF-16 file of {size} bytes is over the {} byte limit and cannot be read in parts",
-                    self.limits().max_file_bytes
-                ),
-            ));
-        }
-        let wanted = args.offset.unsigned_abs();
-        let (start, tail_lines) = find_tail_start(file, size, wanted).map_err(io)?;
-        // Real line numbers need the count of lines before the tail; counting
-        // newlines streams the file in blocks and never holds it whole.
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        let before = count_newlines(&mut (&mut *file).take(start), cancel)
+        let tail = find_tail_start(file, size, args.offset.unsigned_abs()).map_err(io)?;
+        let (index, _) = self
+            .newlines
+            .index(file, streamed.meta, cancel)
             .map_err(io)?
             .ok_or_else(cancelled)?;
-        let skip_bom = if start == 0 { encoding.bom().len() } else { 0 };
-        file.seek(SeekFrom::Start(start + skip_bom as u64))
+        // The file may have changed between the two reads: never underflow.
+        let before = to_usize(index.total().saturating_sub(tail.newlines));
+        let skip_bom = if tail.start == 0 { bom } else { 0 };
+        file.seek(SeekFrom::Start(tail.start + skip_bom))
             .map_err(io)?;
-        let total = before + tail_lines;
-        let wanted = wanted_lines(tail_lines, args.limit);
+        let total = before + tail.lines;
+        let wanted = wanted_lines(tail.lines, args.limit);
         let lines = read_lines_forward(file, wanted, self.limits().max_output_bytes).map_err(io)?;
-        if lines.iter().any(|line| line.kept.contains(&0)) {
-            return Err(binary_error(path));
-        }
-        let shown = lines.iter().map(TailLine::shown);
-        Ok(self.render(shown, lines.len(), before + 1, total, Continue::Backward))
+        let next = if streamed.over_limit {
+            Continue::Backward
+        } else {
+            Continue::Forward
+        };
+        let shown = lines.into_iter().map(Cow::Owned);
+        self.render(path, shown, wanted, before + 1, total, next)
     }
+
+    /// Lines from a positive offset of a large UTF-8 file within the limit:
+    /// seeks to the index's last checkpoint before the line and scans from
+    /// there, instead of decoding the whole file.
+    fn read_from_line(
+        &self,
+        streamed: &Streamed<'_>,
+        file: &mut File,
+        args: &ReadFileArgs,
+        cancel: &AtomicBool,
+    ) -> ToolResult<String> {
+        let path = streamed.path;
+        let io = |err: std::io::Error| self.workspace().io_error(&err, path);
+        let size = streamed.meta.len();
+        let (index, _) = self
+            .newlines
+            .index(file, streamed.meta, cancel)
+            .map_err(io)?
+            .ok_or_else(cancelled)?;
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(size - 1)).map_err(io)?;
+        file.read_exact(&mut last).map_err(io)?;
+        let total = to_usize(index.total()) + usize::from(last[0] != b'\n');
+        let first = first_line(args.offset, total, path)?;
+        let start = index
+            .line_start(file, first as u64, cancel)
+            .map_err(io)?
+            .ok_or_else(cancelled)?;
+        let skip_bom = if start == 0 {
+            streamed.encoding.bom().len() as u64
+        } else {
+            0
+        };
+        file.seek(SeekFrom::Start(start + skip_bom)).map_err(io)?;
+        let wanted = wanted_lines(total - (first - 1), args.limit);
+        let lines = read_lines_forward(file, wanted, self.limits().max_output_bytes).map_err(io)?;
+        let shown = lines.into_iter().map(Cow::Owned);
+        self.render(path, shown, wanted, first, total, Continue::Forward)
+    }
+}
+
+/// A file read in blocks rather than whole.
+struct Streamed<'a> {
+    path: &'a ConfinedPath,
+    /// Taken on the open descriptor.
+    meta: &'a std::fs::Metadata,
+    /// UTF-8, with or without a BOM.
+    encoding: Encoding,
+    /// Over `max_file_bytes`: only readable from its end.
+    over_limit: bool,
+}
+
+fn to_usize(count: u64) -> usize {
+    usize::try_from(count).unwrap_or(usize::MAX)
 }
 
 /// How the continuation hint tells the caller to go on.
@@ -282,13 +366,25 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
+/// Where the last lines of a file start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TailStart {
+    /// The byte where the first of them starts.
+    start: u64,
+    /// How many lines there are from there to the end (fewer than wanted
+    /// when the file is shorter).
+    lines: usize,
+    /// The newlines in the bytes from `start` to the end, the one ending the
+    /// last line included.
+    newlines: u64,
+}
+
 /// Scans backwards from the end of a non-empty file for the start of its
-/// last `wanted` lines, holding one block at a time. Returns the byte offset
-/// where the first of them starts, and how many lines there are from there to
-/// the end (fewer than `wanted` when the file is shorter).
-fn find_tail_start(file: &mut File, size: u64, wanted: u64) -> std::io::Result<(u64, usize)> {
+/// last `wanted` lines, holding one block at a time.
+fn find_tail_start(file: &mut File, size: u64, wanted: u64) -> std::io::Result<TailStart> {
     let mut pos = size;
     let mut newlines = 0u64;
+    let mut final_newline = false;
     let mut chunk = vec![0u8; usize::try_from(TAIL_BLOCK.min(size)).unwrap_or(0)];
     while pos > 0 {
         let block = TAIL_BLOCK.min(pos);
@@ -300,15 +396,24 @@ fn find_tail_start(file: &mut File, size: u64, wanted: u64) -> std::io::Result<(
             let at = pos + index as u64;
             if at + 1 == size {
                 // The newline that ends the last line does not start a line.
+                final_newline = true;
                 continue;
             }
             newlines += 1;
             if newlines == wanted {
-                return Ok((at + 1, usize::try_from(wanted).unwrap_or(usize::MAX)));
+                return Ok(TailStart {
+                    start: at + 1,
+                    lines: to_usize(wanted),
+                    newlines: wanted - 1 + u64::from(final_newline),
+                });
             }
         }
     }
-    Ok((0, usize::try_from(newlines + 1).unwrap_or(usize::MAX)))
+    Ok(TailStart {
+        start: 0,
+        lines: to_usize(newlines + 1),
+        newlines: newlines + u64::from(final_newline),
+    })
 }
 
 /// Bytes kept of one line read forwards: enough for [`MAX_LINE_CHARS`]
@@ -316,33 +421,34 @@ fn find_tail_start(file: &mut File, size: u64, wanted: u64) -> std::io::Result<(
 /// splits the last of them.
 const KEEP_PER_LINE: usize = MAX_LINE_CHARS * 4 + 4;
 
-/// One line of a tail read: its first bytes, and how many characters follow
+/// One line read forwards: its first bytes, and how many characters follow
 /// them that were counted but not kept.
-struct TailLine {
+struct PartLine {
     kept: Vec<u8>,
     more_chars: usize,
 }
 
-impl TailLine {
-    fn shown(&self) -> Cow<'_, str> {
+impl PartLine {
+    fn shown(&self) -> String {
         let text = String::from_utf8_lossy(&self.kept);
-        Cow::Owned(shown_line(&text, self.more_chars).into_owned())
+        shown_line(&text, self.more_chars).into_owned()
     }
 }
 
-/// Reads up to `wanted` lines forwards, keeping at most [`KEEP_PER_LINE`]
-/// bytes of each, and stopping once what was read is more than
-/// `output_budget` can show.
+/// Reads up to `wanted` lines forwards as they are shown, keeping at most
+/// [`KEEP_PER_LINE`] bytes of each, and stopping once what they show is more
+/// than `output_budget` (so the render, which adds the numbers, stops at the
+/// same line as it would on the whole file).
 fn read_lines_forward(
     file: &mut File,
     wanted: usize,
     output_budget: usize,
-) -> std::io::Result<Vec<TailLine>> {
+) -> std::io::Result<Vec<String>> {
     let mut reader = BufReader::with_capacity(TAIL_BLOCK as usize, file);
     let mut lines = Vec::new();
     let mut gathered = 0usize;
     while lines.len() < wanted && gathered <= output_budget {
-        let mut line = TailLine {
+        let mut line = PartLine {
             kept: Vec::new(),
             more_chars: 0,
         };
@@ -391,31 +497,14 @@ fn read_lines_forward(
                 line.kept.pop();
             }
         }
-        gathered += line.kept.len().min(MAX_LINE_CHARS * 4) + 8;
-        lines.push(line);
+        let shown = line.shown();
+        gathered += shown.len() + 1;
+        lines.push(shown);
         if !ended {
             break;
         }
     }
     Ok(lines)
-}
-
-/// Counts the newlines `reader` holds; `None` when `cancel` was set first.
-fn count_newlines(reader: &mut impl Read, cancel: &AtomicBool) -> std::io::Result<Option<usize>> {
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut count = 0;
-    loop {
-        if cancel.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let n = reader.read(&mut buf)?;
-        if n == 0 {
-            return Ok(Some(count));
-        }
-        // A counting loop, not a search: memchr's per-match cost adds up on
-        // files with short lines.
-        count += bytecount::count(&buf[..n], b'\n');
-    }
 }
 
 #[cfg(test)]
@@ -442,15 +531,26 @@ mod tests {
         std::fs::write(&path, &content).unwrap();
         let mut file = File::open(&path).unwrap();
         let size = content.len() as u64;
-        let (start, lines) = find_tail_start(&mut file, size, 3).unwrap();
+        let tail = find_tail_start(&mut file, size, 3).unwrap();
         assert_eq!(
-            &content[start as usize..],
+            &content[tail.start as usize..],
             "line 49998\nline 49999\nline 50000\n"
         );
-        assert_eq!(lines, 3);
+        assert_eq!((tail.lines, tail.newlines), (3, 3));
         assert_eq!(
             find_tail_start(&mut file, size, 60_000).unwrap(),
-            (0, 50_000)
+            TailStart {
+                start: 0,
+                lines: 50_000,
+                newlines: 50_000
+            }
         );
+        // Without a final newline the last line has none to count.
+        std::fs::write(&path, "a\nb\nc").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let tail = find_tail_start(&mut file, 5, 2).unwrap();
+        assert_eq!((tail.start, tail.lines, tail.newlines), (2, 2, 1));
+        let tail = find_tail_start(&mut file, 5, 9).unwrap();
+        assert_eq!((tail.start, tail.lines, tail.newlines), (0, 3, 2));
     }
 }

@@ -544,7 +544,14 @@ fn edge(
 /// they were in old_string are the file's own lines, byte for byte (so its
 /// typographic characters, its Unicode form and its trailing whitespace
 /// survive); the others are re-indented to the file's depth and unit.
-fn new_text(query: &Query<'_>, map: &IndentMap, file: &[&str], skip: usize) -> Vec<String> {
+/// new_string's lines as written into the file, each with the index of the
+/// old_string line it repeats unchanged (`None` for a line that changed).
+fn new_text(
+    query: &Query<'_>,
+    map: &IndentMap,
+    file: &[&str],
+    skip: usize,
+) -> Vec<(String, Option<usize>)> {
     use similar::{Algorithm, DiffOp, capture_diff_slices};
     let old = query.old_lines;
     let new = query.new_lines;
@@ -588,7 +595,7 @@ fn new_text(query: &Query<'_>, map: &IndentMap, file: &[&str], skip: usize) -> V
         .zip(beside)
         .enumerate()
         .map(|(j, (line, (i, same)))| {
-            if same {
+            let text = if same {
                 file[i].to_string()
             } else if j < skip {
                 (*line).to_string()
@@ -598,7 +605,8 @@ fn new_text(query: &Query<'_>, map: &IndentMap, file: &[&str], skip: usize) -> V
                 out
             } else {
                 map.apply(line)
-            }
+            };
+            (text, same.then_some(i))
         })
         .collect()
 }
@@ -653,7 +661,20 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
             _ => *line,
         })
         .collect();
-    let mut replacement = new_text(query, &map, &compared, skip).join(ending);
+    // A line kept unchanged keeps the line break the file gives it (a file
+    // may mix endings); other lines get the file's ending.
+    let lines = new_text(query, &map, &compared, skip);
+    let mut replacement = String::new();
+    for (j, (text, _)) in lines.iter().enumerate() {
+        if j > 0 {
+            let own = lines[j - 1].1.map(|above| {
+                let span = file.table.span(first + above);
+                &file.text[span.content_end..span.end]
+            });
+            replacement.push_str(own.filter(|own| !own.is_empty()).unwrap_or(ending));
+        }
+        replacement.push_str(text);
+    }
     let start = match head {
         Edge::Whole => first_span.start,
         Edge::Part(at) => at,

@@ -17,9 +17,11 @@ impl FileTools {
     /// permissions. Returns e.g. `created src/new.rs (42 bytes)` or
     /// `overwrote src/a.rs (42 bytes)`.
     pub fn write_file(&self, args: &WriteFileArgs) -> ToolResult<String> {
+        refuse_directory_spelling(&args.path)?;
         let path = self.workspace().resolve(&args.path)?;
         let lock = self.write_locks.lock_for(path.abs());
         let _held = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _file_lock = self.lock_files([&path])?;
 
         let existing = self.existing_target(&path)?;
         if let Some(meta) = &existing {
@@ -53,6 +55,22 @@ impl FileTools {
             Err(err) => Err(err),
         }
     }
+}
+
+/// A path ending in `/` (or `/.`) names a directory, whatever exists there:
+/// writing a file to it would overwrite `a.txt` for `a.txt/`, or create a
+/// file called `newdir` for `newdir/`. The resolver drops that spelling, so
+/// it is checked on the caller's string.
+fn refuse_directory_spelling(raw: &str) -> ToolResult<()> {
+    if raw.ends_with('/') || raw.ends_with("/.") {
+        return Err(ToolError::new(
+            ErrorCode::NotAFile,
+            format!(
+                "{raw}: ends with `/`, so it names a directory; write_file writes a file (drop the trailing `/`)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn directory_target(path: &ConfinedPath) -> ToolError {

@@ -186,3 +186,44 @@ proptest! {
         }
     }
 }
+
+/// Inputs the edit matcher's fuzz target (fuzz/fuzz_targets/edit_match.rs)
+/// once failed on: file text, old_string and new_string separated by 0xFF
+/// bytes. An edit of whole lines whose new_string repeats old_string gives
+/// the region back byte for byte; no input panics.
+#[test]
+fn saved_fuzz_inputs_of_the_matcher() {
+    use agent_tools_fs::tolerant::{Verdict, locate};
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/edit-match-crashes");
+    let mut count = 0;
+    for entry in fs::read_dir(dir).unwrap() {
+        let data = fs::read(entry.unwrap().path()).unwrap();
+        let mut parts = data.splitn(3, |&b| b == 0xFF);
+        let (text, old, new) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let (text, old, new) = (
+            String::from_utf8_lossy(text),
+            String::from_utf8_lossy(old),
+            String::from_utf8_lossy(new),
+        );
+        let ending = if text.contains("\r\n") { "\r\n" } else { "\n" };
+        let _ = locate(&text, &old, &new, ending);
+        if let Verdict::Unique(same) = locate(&text, &old, &old, ending) {
+            let range = same.range.clone();
+            let whole = (range.start == 0 || text[..range.start].ends_with('\n'))
+                && (range.end == text.len()
+                    || text[..range.end].ends_with('\n')
+                    || text[range.end..].starts_with('\n')
+                    || text[range.end..].starts_with("\r\n"));
+            if whole {
+                assert_eq!(same.replacement, &text[range]);
+            }
+        }
+        count += 1;
+    }
+    assert!(count >= 2);
+}

@@ -671,3 +671,298 @@ fn a_cancelled_tail_scan_stops_with_an_error() {
     let go = std::sync::atomic::AtomicBool::new(false);
     assert!(ws.tools.read_file_with(&args, &go).is_ok());
 }
+
+// ---- large files read in blocks, and the newline cache -------------------------
+
+/// What read_file shows for `limit` lines from `offset` of `content`, worked
+/// out from the whole text: what a read in blocks must print. `backward`
+/// when the file is over the limit, so the hint names a negative offset.
+fn full_scan(content: &[u8], offset: i64, limit: usize, backward: bool) -> String {
+    let text = String::from_utf8_lossy(content);
+    scan_lines(&split_text(&text), offset, limit, backward)
+}
+
+/// The lines of a text, as read_file splits them.
+fn split_text(text: &str) -> Vec<&str> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if body.is_empty() {
+        Vec::new()
+    } else {
+        body.strip_suffix('\n')
+            .unwrap_or(body)
+            .split('\n')
+            .collect()
+    }
+}
+
+/// [`full_scan`] of a text already split.
+fn scan_lines(lines: &[&str], offset: i64, limit: usize, backward: bool) -> String {
+    let total = lines.len();
+    let first = if offset > 0 {
+        offset as usize
+    } else {
+        total.saturating_sub(offset.unsigned_abs() as usize) + 1
+    };
+    let last = (first + limit - 1).min(total);
+    let width = last.to_string().len().max(6);
+    let mut out = String::new();
+    for (number, line) in (first..=last).zip(&lines[first - 1..last]) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let chars = line.chars().count();
+        let shown = if chars > agent_tools_text::MAX_LINE_CHARS {
+            let kept: String = line
+                .chars()
+                .take(agent_tools_text::MAX_LINE_CHARS)
+                .collect();
+            format!(
+                "{kept}{} {} more characters]",
+                agent_tools_text::LINE_TRUNCATED_MARKER,
+                chars - agent_tools_text::MAX_LINE_CHARS
+            )
+        } else {
+            line.to_string()
+        };
+        out.push_str(&format!("{number:>width$}\t{shown}\n"));
+    }
+    if last < total {
+        let next = if backward {
+            format!("-{}", total - last)
+        } else {
+            format!("{}", last + 1)
+        };
+        out.push_str(&format!(
+            "\n[showing lines {first}-{last} of {total}; call again with offset={next} to continue]\n"
+        ));
+    }
+    out
+}
+
+/// Lines of `width` bytes (newline included) so that 1 MiB holds a whole
+/// number of them, ending with `ending`.
+fn fixed_lines(count: usize, width: usize, ending: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(count * width);
+    for i in 0..count {
+        let mut line = format!("{i:0>w$}", w = width - ending.len());
+        line.truncate(width - ending.len());
+        out.extend_from_slice(line.as_bytes());
+        out.extend_from_slice(ending.as_bytes());
+    }
+    out
+}
+
+/// Files of 1 MiB and more (read in blocks even for a positive offset), with
+/// lines meeting the 64 KiB, 256 KiB and 1 MiB block and checkpoint edges.
+fn large_shapes() -> Vec<(&'static str, Vec<u8>)> {
+    const MIB: usize = 1 << 20;
+    let lf = fixed_lines(MIB / 64 * 3, 64, "\n");
+    let mut shifted = b"x".to_vec();
+    shifted.extend_from_slice(&lf);
+    let mut short_by_one = lf[1..].to_vec();
+    short_by_one.extend_from_slice(b"end");
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(&fixed_lines(MIB / 32 + 5, 32, "\n"));
+    let mut one_huge_line = "é".repeat(MIB).into_bytes();
+    one_huge_line.push(b'\n');
+    let mut huge_then_short = vec![b'y'; MIB + 17];
+    huge_then_short.extend_from_slice(b"\nshort\nlast");
+    let mut varied = Vec::new();
+    for i in 0..60_000usize {
+        varied.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, i % 97));
+        varied.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+    }
+    vec![
+        ("lf", lf.clone()),
+        ("lf_no_final_newline", lf[..lf.len() - 1].to_vec()),
+        ("shifted", shifted),
+        ("short_by_one", short_by_one),
+        ("crlf", fixed_lines(MIB / 64 * 2 + 3, 64, "\r\n")),
+        ("bom", bom),
+        ("one_huge_line", one_huge_line),
+        ("huge_then_short", huge_then_short),
+        ("varied", varied),
+        ("blank_lines", vec![b'\n'; MIB + 1]),
+    ]
+}
+
+fn offsets_of(content: &[u8]) -> Vec<i64> {
+    let total =
+        content.split(|&b| b == b'\n').count() as i64 - i64::from(content.last() == Some(&b'\n'));
+    let mut offsets = vec![1, 2, -1, -2, -total, -total - 5, total, total - 1];
+    for edge in [1i64 << 14, 1 << 15, 1 << 16, 3 << 14, 1 << 18] {
+        offsets.extend([edge - 1, edge, edge + 1, edge + 2, -edge, -edge - 1]);
+    }
+    offsets.retain(|&offset| offset != 0 && offset <= total);
+    offsets
+}
+
+#[test]
+fn reads_in_blocks_match_a_full_scan_at_block_edges() {
+    let shapes = large_shapes();
+    let ws = tree(&[]);
+    let small = tree_with(small_files(1 << 19), &[]);
+    for (name, content) in &shapes {
+        ws.put(name, content);
+        small.put(name, content);
+        let text = String::from_utf8_lossy(content);
+        let lines = split_text(&text);
+        for offset in offsets_of(content) {
+            let limit = if offset.abs() == 1 { 1 } else { 3 };
+            // Freshly written files are counted on every read (see the cache
+            // test below for reads served from it).
+            let out = ws.read_at(name, offset, limit as u64).unwrap();
+            let expected = scan_lines(&lines, offset, limit, false);
+            assert_eq!(out, expected, "{name} offset {offset} limit {limit}");
+            if offset < 0 {
+                let out = small.read_at(name, offset, limit as u64).unwrap();
+                assert_eq!(
+                    out,
+                    scan_lines(&lines, offset, limit, true),
+                    "{name} over the limit, offset {offset} limit {limit}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_offset_past_the_end_of_a_large_file_names_its_line_count() {
+    let content = fixed_lines((1 << 20) / 64 + 1, 64, "\n");
+    let ws = tree(&[("big.log", &content)]);
+    let err = ws.read_at("big.log", 16_386, 5).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert!(err.message().contains("16385 lines"), "{err}");
+}
+
+#[test]
+fn a_nul_in_the_lines_shown_is_binary_however_the_file_is_read() {
+    let mut content = numbered(3000).into_bytes();
+    content.extend_from_slice(b"nul \0 here\n");
+    let mut large = fixed_lines((1 << 20) / 64, 64, "\n");
+    large.extend_from_slice(b"nul \0 here\n");
+    let ws = tree(&[("small", &content), ("large", &large)]);
+    assert_eq!(ws.code("small", 3001), ErrorCode::IsBinary);
+    assert_eq!(ws.code("small", -1), ErrorCode::IsBinary);
+    assert_eq!(ws.code("large", 16_385), ErrorCode::IsBinary);
+    assert_eq!(ws.code("large", -1), ErrorCode::IsBinary);
+    // Lines without it still read.
+    assert!(
+        ws.read_at("small", 1, 1)
+            .unwrap()
+            .starts_with("     1\tline 1\n\n[showing lines 1-1 of 3001;")
+    );
+    assert!(ws.read_at("large", 16_384, 1).is_ok());
+}
+
+#[test]
+fn a_small_utf16_file_is_still_read_from_the_end() {
+    let ws = tree(&[("u16", &utf16(&numbered(10), false))]);
+    assert_eq!(ws.read_at("u16", -2, 10).unwrap(), view(9, 10));
+}
+
+/// Every read of `name` the cache could serve wrongly: the tail, from the
+/// middle, from the start, under both limits.
+fn assert_reads_match(ws: &Ws, small: &agent_tools_fs::FileTools, name: &str, when: &str) {
+    let content = fs::read(ws.root.join(name)).unwrap();
+    let total =
+        content.split(|&b| b == b'\n').count() as i64 - i64::from(content.last() == Some(&b'\n'));
+    for offset in [-3, -1, 1, total / 2, total] {
+        assert_eq!(
+            ws.read_at(name, offset, 3).unwrap(),
+            full_scan(&content, offset, 3, false),
+            "{name} {when}, offset {offset}"
+        );
+    }
+    let args = ReadFileArgs {
+        path: name.to_string(),
+        offset: -3,
+        limit: 3,
+    };
+    assert_eq!(
+        small.read_file(&args).unwrap(),
+        full_scan(&content, -3, 3, true),
+        "{name} {when}, over the limit"
+    );
+}
+
+#[test]
+fn the_newline_cache_follows_rewrites_truncations_renames_and_appends() {
+    // Two workspaces over the same folder: within the limit, and over it.
+    let ws = tree(&[]);
+    let workspace =
+        agent_tools_confine::Workspace::open(&ws.root, agent_tools_confine::Confinement::Confined)
+            .unwrap();
+    let small = agent_tools_fs::FileTools::new(workspace, small_files(1 << 19));
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let set_mtime = |name: &str, when: std::time::SystemTime| {
+        fs::File::options()
+            .write(true)
+            .open(ws.root.join(name))
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    };
+    let names = [
+        "rewritten",
+        "rewritten_same_time",
+        "truncated",
+        "renamed",
+        "appended",
+    ];
+    for name in names {
+        ws.put(name, fixed_lines(40_000, 32, "\n"));
+        set_mtime(name, old);
+    }
+    ws.put("replacement", fixed_lines(80_000, 16, "\n"));
+    set_mtime("replacement", old);
+    // Timestamps come from a coarse clock, so the cache reuses an index as
+    // it is only when the file had not changed for a few seconds before it
+    // was counted: wait that long, so the reads below are served from it.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    for name in names {
+        assert_reads_match(&ws, &small, name, "at first");
+        assert_reads_match(&ws, &small, name, "cached");
+    }
+
+    // Equal size, other lines, a new modification time.
+    ws.put("rewritten", fixed_lines(80_000, 16, "\n"));
+    set_mtime("rewritten", old + std::time::Duration::from_secs(1));
+    assert_reads_match(&ws, &small, "rewritten", "after a rewrite of equal size");
+    // Equal size, other lines, the same modification time.
+    ws.put("rewritten_same_time", fixed_lines(80_000, 16, "\n"));
+    set_mtime("rewritten_same_time", old);
+    assert_reads_match(
+        &ws,
+        &small,
+        "rewritten_same_time",
+        "after a rewrite at the same time",
+    );
+    // Truncated in place (the same inode), still over 1 MiB.
+    let file = fs::File::options()
+        .write(true)
+        .open(ws.root.join("truncated"))
+        .unwrap();
+    file.set_len(1_100_011).unwrap();
+    drop(file);
+    assert_reads_match(&ws, &small, "truncated", "after a truncation");
+    // Replaced by rename with a file of equal size and time.
+    fs::rename(ws.root.join("replacement"), ws.root.join("renamed")).unwrap();
+    assert_reads_match(&ws, &small, "renamed", "after a rename over it");
+    // Appended to, over and over, across checkpoints, ending mid-line.
+    let mut log = fs::OpenOptions::new()
+        .append(true)
+        .open(ws.root.join("appended"))
+        .unwrap();
+    for (round, chunk) in [
+        b"one more\n".to_vec(),
+        fixed_lines(70_000, 20, "\n"),
+        b"half a line".to_vec(),
+        b" and its end\n\n\n".to_vec(),
+        fixed_lines(33_000, 64, "\r\n"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        log.write_all(chunk).unwrap();
+        assert_reads_match(&ws, &small, "appended", &format!("after append {round}"));
+    }
+}

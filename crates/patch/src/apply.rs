@@ -68,11 +68,11 @@ enum Op {
         /// `None` when the file is created.
         previous: Option<Vec<u8>>,
     },
-    /// Sets or clears the executable bit (read-modify-write of the mode at
-    /// commit time, so the exact previous mode can be restored).
-    SetExec {
+    /// Sets the permission bits (the previous mode is read at commit time,
+    /// so it can be restored exactly).
+    SetMode {
         path: String,
-        exec: bool,
+        mode: u32,
     },
 }
 
@@ -82,7 +82,7 @@ impl Op {
             Op::Remove { .. } => 0,
             Op::Rename { .. } => 1,
             Op::Write { .. } => 2,
-            Op::SetExec { .. } => 3,
+            Op::SetMode { .. } => 3,
         }
     }
 }
@@ -99,30 +99,31 @@ fn store_err(path: &str) -> impl FnOnce(StoreError) -> PatchError + '_ {
     }
 }
 
-fn is_exec(mode: u32) -> bool {
-    mode & 0o111 != 0
-}
-
-/// `mode` with the executable bits set (wherever read is allowed, like
-/// `chmod +x` under umask 022) or cleared.
-fn with_exec(mode: u32, exec: bool) -> u32 {
-    if exec {
-        mode | ((mode & 0o444) >> 2)
-    } else {
-        mode & !0o111
-    }
+/// The permission bits a git mode asks for.
+fn permission_bits(mode: u32) -> u32 {
+    mode & 0o777
 }
 
 fn check_mode(path: &str, mode: Option<u32>) -> Result<(), PatchError> {
     let what = match mode.map(|m| m & 0o170_000) {
-        Some(0o120_000) => "a symbolic link",
-        Some(0o160_000) => "a submodule (gitlink)",
+        Some(0o120_000) => "a symbolic link".to_owned(),
+        Some(0o160_000) => "a submodule (gitlink)".to_owned(),
+        // Set-user-ID, set-group-ID and sticky bits are never set from a
+        // patch (git does not record them either).
+        _ if mode.is_some_and(|m| m & 0o7000 != 0) => format!(
+            "mode {:o} (set-user-ID, set-group-ID or sticky bit)",
+            mode.unwrap_or_default()
+        ),
         _ => return Ok(()),
     };
     Err(PatchError::Unsupported {
         path: path.to_owned(),
-        what: what.to_owned(),
+        what,
     })
+}
+
+fn check_writable<S: FileStore + ?Sized>(store: &S, path: &str) -> Result<(), PatchError> {
+    store.check_writable(path).map_err(store_err(path))
 }
 
 fn need<'a>(path: &'a Option<String>, fp: &FilePatch) -> Result<&'a str, PatchError> {
@@ -173,7 +174,9 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 });
             }
         }
-        check_mode(fp.path(), fp.old_mode)?;
+        if fp.old_mode.is_some_and(|m| m & 0o170_000 != 0o100_000) {
+            check_mode(fp.path(), fp.old_mode)?;
+        }
         check_mode(fp.path(), fp.new_mode)?;
     }
 
@@ -197,10 +200,10 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                     data: applied.data,
                     previous: None,
                 });
-                if fp.new_mode.is_some_and(is_exec) {
-                    ops.push(Op::SetExec {
+                if let Some(mode) = fp.new_mode {
+                    ops.push(Op::SetMode {
                         path: path.to_owned(),
-                        exec: true,
+                        mode: permission_bits(mode),
                     });
                 }
                 (Action::Created, path, None)
@@ -208,6 +211,7 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
             Operation::Delete => {
                 let path = need(&fp.old_path, fp)?;
                 let data = read_text(store, path, has_hunks)?;
+                check_writable(store, path)?;
                 if has_hunks {
                     let applied = apply_hunks(path, &data, &fp.hunks)?;
                     if applied.lines > 0 {
@@ -230,6 +234,7 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let path = need(&fp.old_path, fp)?;
                 let data = read_text(store, path, has_hunks)?;
                 if has_hunks {
+                    check_writable(store, path)?;
                     let applied = apply_hunks(path, &data, &fp.hunks)?;
                     offsets = applied.offsets;
                     ops.push(Op::Write {
@@ -239,9 +244,9 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                     });
                 }
                 if let Some((_, new)) = mode_change {
-                    ops.push(Op::SetExec {
+                    ops.push(Op::SetMode {
                         path: path.to_owned(),
-                        exec: is_exec(new),
+                        mode: permission_bits(new),
                     });
                 }
                 (Action::Modified, path, None)
@@ -251,7 +256,10 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let to = need(&fp.new_path, fp)?;
                 let data = read_text(store, from, has_hunks)?;
                 ensure_absent(store, to)?;
-                let exec_before = store.mode(from).map_err(store_err(from))?.map(is_exec);
+                if has_hunks && fp.operation == Operation::Rename {
+                    check_writable(store, from)?;
+                }
+                let mode_before = store.mode(from).map_err(store_err(from))?;
                 let new_data = if has_hunks {
                     let applied = apply_hunks(to, &data, &fp.hunks)?;
                     offsets = applied.offsets;
@@ -272,9 +280,9 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                         });
                     }
                     if let Some((_, new)) = mode_change {
-                        ops.push(Op::SetExec {
+                        ops.push(Op::SetMode {
                             path: to.to_owned(),
-                            exec: is_exec(new),
+                            mode: permission_bits(new),
                         });
                     }
                     Action::Renamed
@@ -284,11 +292,13 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                         data: new_data.unwrap_or(data),
                         previous: None,
                     });
-                    let exec = fp.new_mode.map(is_exec).or(exec_before);
-                    if exec == Some(true) {
-                        ops.push(Op::SetExec {
+                    // The copy takes the mode the patch names, or else the
+                    // source's (without set-id bits).
+                    let mode = fp.new_mode.or(mode_before).map(permission_bits);
+                    if let Some(mode) = mode {
+                        ops.push(Op::SetMode {
                             path: to.to_owned(),
-                            exec: true,
+                            mode,
                         });
                     }
                     Action::Copied
@@ -360,17 +370,17 @@ fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), P
                     None => Undo::Remove(path),
                 });
             }),
-            Op::SetExec { path, exec } => match store.mode(path) {
-                Ok(Some(mode)) => store.set_mode(path, with_exec(mode, *exec)).map(|()| {
-                    undo.push(Undo::SetMode(path, mode));
+            Op::SetMode { path, mode } => match store.mode(path) {
+                Ok(Some(before)) => store.set_mode(path, *mode).map(|()| {
+                    undo.push(Undo::SetMode(path, before));
                 }),
-                Ok(None) => Ok(()),
+                Ok(None) => store.set_mode(path, *mode),
                 Err(e) => Err(e),
             },
         };
         if let Err(source) = result {
             let path = match op {
-                Op::Remove { path, .. } | Op::Write { path, .. } | Op::SetExec { path, .. } => path,
+                Op::Remove { path, .. } | Op::Write { path, .. } | Op::SetMode { path, .. } => path,
                 Op::Rename { from, .. } => from,
             };
             let error = PatchError::Store {

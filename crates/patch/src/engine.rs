@@ -5,6 +5,21 @@
 //! search for a hunk's old lines uses a rolling hash over per-line hashes,
 //! so each candidate position costs O(1) and a hunk costs O(its length +
 //! the distance searched).
+//!
+//! The distance searched is bounded for the whole file, so a patch cannot
+//! make the search quadratic (thousands of hunks each sent across the file
+//! by line numbers that jump back and forth):
+//!
+//! - Hunks apply in file order. A hunk whose stated start lies before the
+//!   end of an earlier hunk's stated range has line numbers that say
+//!   nothing about its place; it is searched for forward from the end of
+//!   the previous hunk, nearest first. All such searches together cover the
+//!   file at most once.
+//! - The other hunks search around their stated line (shifted by the
+//!   previous hunk's offset). For hunks whose stated lines ascend, all those
+//!   searches together cover the file a few times at most; past
+//!   [`search_budget`] positions for one file, the hunk fails instead of
+//!   searching on.
 
 use crate::error::{ExpectedLines, PatchError};
 use crate::model::{Hunk, LineKind};
@@ -173,6 +188,9 @@ pub(crate) fn apply_hunks(
     let mut cursor = 0usize;
     let mut last_offset: isize = 0;
     let mut offsets = Vec::new();
+    // The end (exclusive, 1-based) of the furthest stated old range so far.
+    let mut stated_end = 0usize;
+    let mut budget = search_budget(n, hunks.len());
 
     for (idx, hunk) in hunks.iter().enumerate() {
         let old: Vec<&[u8]> = hunk.old_lines().map(|l| strip_bom(has_bom, l)).collect();
@@ -238,18 +256,41 @@ pub(crate) fn apply_hunks(
         } else {
             None
         };
-        let center = (expected as isize).saturating_add(last_offset);
-        let c = center.clamp(lo as isize, hi as isize) as usize;
+        // The stated range, as [first, end) in 1-based lines; an insertion
+        // after line s occupies the empty range at s + 1.
+        let (first, end) = if k == 0 {
+            let at = hunk.old_start.saturating_add(1);
+            (at, at)
+        } else {
+            (
+                hunk.old_start,
+                hunk.old_start.saturating_add(hunk.old_count),
+            )
+        };
+        let in_order = first >= stated_end;
+        stated_end = stated_end.max(end);
+        let c = if in_order {
+            let center = (expected as isize).saturating_add(last_offset);
+            center.clamp(lo as isize, hi as isize) as usize
+        } else {
+            lo
+        };
         let mut found = anchor
             .filter(|p| *p >= lo && direct(*p))
             .or_else(|| direct(c).then_some(c));
         let mut d = 0usize;
+        let mut exhausted = false;
         while found.is_none() {
             let up = c.checked_add(d).filter(|p| *p <= hi);
             let down = c.checked_sub(d).filter(|p| *p >= lo && d > 0);
             if up.is_none() && down.is_none() {
                 break;
             }
+            if budget == 0 {
+                exhausted = true;
+                break;
+            }
+            budget -= 1;
             if let Some(p) = up
                 && matches_at(p)
             {
@@ -265,6 +306,12 @@ pub(crate) fn apply_hunks(
             d += 1;
         }
         let Some(found) = found else {
+            if exhausted {
+                return Err(fail(format!(
+                    "gave up searching: the line numbers of this patch's hunks are so far from where their lines are that finding them would take too long (the search around line {} stopped); correct the @@ line numbers, or split the patch",
+                    c + 1
+                )));
+            }
             let mut reason = if cursor == 0 {
                 "the expected lines were not found in the file".to_owned()
             } else {
@@ -356,6 +403,17 @@ pub(crate) fn apply_hunks(
         offsets,
         lines: out.lines,
     })
+}
+
+/// How many candidate positions the hunks of one file may try in all: a
+/// few passes over the file (hunks in file order need at most about four:
+/// each search reaches at most as far as the stated lines or the found
+/// places moved since the previous hunk, both ways) plus a little per hunk.
+fn search_budget(lines: usize, hunks: usize) -> usize {
+    lines
+        .saturating_add(1)
+        .saturating_mul(8)
+        .saturating_add(hunks.saturating_mul(4))
 }
 
 #[cfg(test)]

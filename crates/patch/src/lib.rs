@@ -41,6 +41,10 @@
 //! Each hunk applies at its stated line or, if the file has moved, at the
 //! nearest position (searching down, then up, around the stated line plus
 //! the previous hunk's offset) where its old lines match exactly; no fuzz.
+//! A hunk whose stated start goes back before an earlier hunk's stated end
+//! is searched for forward from the previous hunk instead, and the search
+//! of one file is bounded (a few passes over it), so no patch makes it
+//! quadratic.
 //! A hunk with context on one side only (cut off by the start or end of the
 //! file) is tried at that end of the file first. Hunks apply in order and
 //! may not overlap. Lines compare without
@@ -48,10 +52,13 @@
 //! CRLF file (and is written back with CRLF) and a CRLF patch fits an LF
 //! file. A UTF-8 BOM is kept. Files with NUL bytes are not patched.
 //!
-//! Modes: a git `new mode` / `new file mode` sets or clears the executable
-//! bit through [`FileStore::set_mode`] (the directory store does it
-//! on Unix; the memory store records it). Symbolic links and submodules are
-//! refused.
+//! Modes: a git `new mode` / `new file mode` sets exactly the permission
+//! bits it names through [`FileStore::set_mode`] (the directory store does
+//! it on Unix; the memory store records the executable bit). Modes with
+//! set-user-ID, set-group-ID or sticky bits, symbolic links and submodules
+//! are refused. A store may protect files from changes
+//! ([`FileStore::check_writable`]); that is checked before anything is
+//! written.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

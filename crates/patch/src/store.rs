@@ -33,6 +33,10 @@ pub enum StoreError {
         /// The store's limit in bytes.
         limit: u64,
     },
+    /// The file has no write permission bit, and the store does not
+    /// replace or delete such files.
+    #[error("the file is read-only; not changed")]
+    ReadOnly,
     /// Any other I/O failure.
     #[error("{0}")]
     Io(io::Error),
@@ -46,7 +50,7 @@ impl StoreError {
             StoreError::NotAFile => ErrorKind::NotAFile,
             StoreError::PathEscape => ErrorKind::PathEscape,
             StoreError::TooLarge { .. } => ErrorKind::TooLarge,
-            StoreError::Io(_) => ErrorKind::Io,
+            StoreError::ReadOnly | StoreError::Io(_) => ErrorKind::Io,
         }
     }
 }
@@ -114,6 +118,17 @@ pub trait FileStore {
         let _ = (path, mode);
         Ok(())
     }
+
+    /// Whether the applier may change the content of the file at `path`
+    /// or delete it: [`StoreError::ReadOnly`] for a file the store protects.
+    /// Asked for every file a patch modifies, deletes or renames with
+    /// hunks, before anything is written.
+    ///
+    /// The default allows everything.
+    fn check_writable(&self, path: &str) -> Result<(), StoreError> {
+        let _ = path;
+        Ok(())
+    }
 }
 
 impl<S: FileStore + ?Sized> FileStore for &mut S {
@@ -137,6 +152,9 @@ impl<S: FileStore + ?Sized> FileStore for &mut S {
     }
     fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
         (**self).set_mode(path, mode)
+    }
+    fn check_writable(&self, path: &str) -> Result<(), StoreError> {
+        (**self).check_writable(path)
     }
 }
 
@@ -433,6 +451,11 @@ impl FileStore for MemoryStore {
                 io::ErrorKind::AlreadyExists,
                 format!("{to} already exists"),
             )));
+        }
+        // As on a file system, nothing can be created beneath a file, the
+        // file being moved included (`a` cannot become `a/b`).
+        if self.parent_is_file(to) {
+            return Err(StoreError::NotAFile);
         }
         let exec = self.executable.contains(from);
         self.remove(from)?;

@@ -456,6 +456,21 @@ fn rename_onto_existing_path_is_refused() {
     assert_eq!(e.kind(), ErrorKind::PatchFailed);
 }
 
+/// Found by fuzzing: the in-memory store let a file move beneath its own
+/// name (`f` to `f/g`), which no file system allows, and the rollback of a
+/// later failure could not move it back.
+#[test]
+fn rename_beneath_itself_is_refused_and_changes_nothing() {
+    let mut s = mem(&[("f", "x\n")]);
+    let before = s.clone();
+    let e = fails(
+        &mut s,
+        "diff --git a/f b/f/g\nrename from f\nrename to f/g\n",
+    );
+    assert_eq!(e.kind(), ErrorKind::NotAFile, "{e}");
+    assert_eq!(s, before);
+}
+
 #[test]
 fn path_named_twice_is_refused() {
     let mut s = mem(&[("f", "x\n")]);

@@ -1,5 +1,5 @@
-//! Large files: read_file's tail against `tail`, and edit_file / multi_edit
-//! against reading and writing the file once, and against `sed -i`.
+//! Large files: edit_file / multi_edit against reading and writing the file
+//! once, and against `sed -i`.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -11,103 +11,15 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::Ctx;
-use crate::measure::{Step, interleaved, interleaved_with_setup, run_captured, settle};
+use crate::measure::{Step, interleaved_with_setup, run_captured, settle};
 use crate::report::Table;
 
-fn call(tools: &AgentTools, name: &str, args: &Value) -> Result<String> {
+pub(super) fn call(tools: &AgentTools, name: &str, args: &Value) -> Result<String> {
     let result = tools.call(name, args.clone());
     if result.is_error {
         bail!("{name} failed: {}", result.text);
     }
     Ok(result.text)
-}
-
-/// The lines of a read_file result without their numbers, and the numbers.
-fn strip_numbers(text: &str) -> (Vec<&str>, Vec<u64>) {
-    text.lines()
-        .filter_map(|line| {
-            let (number, rest) = line.split_once('\t')?;
-            Some((rest, number.trim().parse::<u64>().ok()?))
-        })
-        .unzip()
-}
-
-/// read_file offset=-100 on a large file vs `tail -n 100`.
-pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
-    let megabytes: u64 = ctx.pick(200, 20);
-    eprintln!("tail of a {megabytes} MB file ...");
-    let dir = tempfile::tempdir()?;
-    let path = dir.path().join("big.log");
-    let lines = crate::tree::large_file(&path, megabytes * 1_000_000)?;
-    let size = fs::metadata(&path)?.len();
-    // Below the file's size, so read_file takes its tail path.
-    let max_file_bytes = (8u64 << 20).min(size / 2);
-    let tools = AgentTools::new(
-        Config::builder(dir.path())
-            .max_file_bytes(max_file_bytes)
-            .build()?,
-    )?;
-    let args = json!({"path": "big.log", "offset": -100});
-    let exe = ctx.exe()?.clone();
-    let ours_cli = |out: &mut Option<String>| -> Result<()> {
-        let output = run_captured(
-            Command::new(&exe)
-                .args(["call", "--root"])
-                .arg(dir.path())
-                .args(["--max-file-bytes", &max_file_bytes.to_string(), "read_file"])
-                .arg(args.to_string()),
-            &[0],
-        )?;
-        *out = Some(String::from_utf8_lossy(&output.stdout).into_owned());
-        Ok(())
-    };
-    let tail = || run_captured(Command::new("tail").args(["-n", "100"]).arg(&path), &[0]);
-
-    // Check: the same 100 lines, numbered up to the file's last line.
-    let ours = call(&tools, "read_file", &args)?;
-    let mut cli_text = None;
-    ours_cli(&mut cli_text)?;
-    let theirs = String::from_utf8_lossy(&tail()?.stdout).into_owned();
-    let (text, numbers) = strip_numbers(&ours);
-    let mut table = Table::new(format!(
-        "read_file tail — last 100 lines of a {:.0} MB, {}-line file",
-        size as f64 / 1e6,
-        crate::report::count(lines as usize)
-    ));
-    if text != theirs.lines().collect::<Vec<_>>() || numbers.last() != Some(&lines) {
-        table.note("**warning:** read_file's tail differs from `tail -n 100`'s");
-    }
-    if cli_text.as_deref() != Some(ours.as_str()) {
-        table.note("**warning:** the CLI's tail differs from the in-process call's");
-    }
-
-    let runs = ctx.pick(10, 5);
-    let mut sink = None;
-    let stats = interleaved(
-        runs,
-        &mut [
-            Box::new(|| call(&tools, "read_file", &args).map(drop)) as Step<'_>,
-            Box::new(|| ours_cli(&mut sink)),
-            Box::new(|| tail().map(drop)),
-        ],
-    )?;
-    table.timed(
-        "in-process read_file offset=-100 vs `tail -n 100`",
-        &stats[0],
-        &stats[2],
-    );
-    table.timed(
-        "CLI read_file offset=-100 vs `tail -n 100`",
-        &stats[1],
-        &stats[2],
-    );
-    table.note(format!(
-        "{runs} timed runs. max_file_bytes is {} MiB, so read_file reads the tail in blocks from \
-         the end; to print real line numbers it then counts the newlines before the tail, which \
-         streams the whole file. `tail` only seeks to the end.",
-        max_file_bytes >> 20
-    ));
-    Ok(table)
 }
 
 /// Writes `data` to `path` as an atomic replace does: a temporary sibling,

@@ -16,6 +16,7 @@ mod mcp;
 mod patch;
 mod search;
 mod shell;
+mod tail;
 
 /// What every group may need: options, and which outside tools exist.
 pub struct Ctx<'a> {
@@ -92,7 +93,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         emit(mcp::round_trips(&ctx)?);
     }
     if args.wants(Group::Tail) {
-        emit(edit::tail(&ctx)?);
+        emit(tail::tail(&ctx)?);
     }
     if args.wants(Group::Edit) {
         emit(edit::edits(&ctx)?);

@@ -1,9 +1,13 @@
 //! `apply_patch`: the patch engine working through the confined workspace.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use agent_tools_fs::{Expected, FileStamp};
 use agent_tools_patch::{FileStore, Operation, Patch, PatchError, StoreError};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -66,6 +70,14 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
             .into_iter()
             .flatten()
         {
+            if path.ends_with('/') {
+                return Err(ToolError::new(
+                    ErrorCode::NotAFile,
+                    format!(
+                        "{path}: ends with `/`, so it names a directory; a patch changes files"
+                    ),
+                ));
+            }
             let resolved = workspace.resolve(path)?;
             *path = resolved.display().to_string();
             touched.push(resolved);
@@ -88,10 +100,14 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         })
         .collect();
+    // Writers in other processes wait too (or, if they do not take the
+    // lock, the store notices their change before replacing anything).
+    let _file_locks = services.files.lock_files(&touched)?;
 
     let mut store = ConfinedStore {
         workspace,
         max_file_bytes: services.config.max_file_bytes(),
+        stamps: RefCell::default(),
     };
     let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
     Ok(summarize(&patch, &report.to_string()))
@@ -135,9 +151,16 @@ fn patch_error(err: &PatchError) -> ToolError {
 
 /// The patch engine's view of the workspace: every path confined, reads
 /// capped at max_file_bytes, writes atomic and beneath the root's handle.
+///
+/// The store remembers what each file looked like when it was read (and
+/// after each write of its own), and every write, delete and rename first
+/// checks the file is still that one: a change by another program between
+/// staging and committing fails the patch (and rolls it back) instead of
+/// being overwritten.
 struct ConfinedStore<'a> {
     workspace: &'a Workspace,
     max_file_bytes: u64,
+    stamps: RefCell<HashMap<String, FileStamp>>,
 }
 
 impl ConfinedStore<'_> {
@@ -173,27 +196,58 @@ fn store_error(err: ToolError) -> StoreError {
         ErrorCode::NotFound => StoreError::NotFound,
         ErrorCode::NotAFile => StoreError::NotAFile,
         ErrorCode::PathEscape => StoreError::PathEscape,
-        _ => StoreError::Io(std::io::Error::other(err.message().to_string())),
+        ErrorCode::InvalidInput
+        | ErrorCode::IsBinary
+        | ErrorCode::NoMatch
+        | ErrorCode::AmbiguousMatch
+        | ErrorCode::PatchFailed
+        | ErrorCode::Timeout
+        | ErrorCode::OutputLimit
+        | ErrorCode::TooLarge
+        | ErrorCode::IoError
+        | ErrorCode::Internal => StoreError::Io(std::io::Error::other(err.message().to_string())),
     }
 }
 
 impl FileStore for ConfinedStore<'_> {
     fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
-        let path = self.resolve(path)?;
-        let meta = self.workspace.metadata(&path).map_err(store_error)?;
-        if !meta.is_file() {
-            return Err(StoreError::NotAFile);
-        }
-        if meta.len() > self.max_file_bytes {
+        let resolved = self.resolve(path)?;
+        // Opened without blocking, and refused unless a regular file,
+        // before a byte is read; then read at most one byte past the limit,
+        // so a device or a file growing meanwhile cannot make the read
+        // unbounded.
+        let (file, meta) =
+            agent_tools_fs::open_regular(self.workspace, &resolved).map_err(store_error)?;
+        let limit = self.max_file_bytes;
+        if meta.len() > limit {
             return Err(StoreError::TooLarge {
                 size: meta.len(),
-                limit: self.max_file_bytes,
+                limit,
             });
         }
-        let mut file = self.workspace.open_file(&path).map_err(store_error)?;
-        let mut data = Vec::with_capacity(meta.len() as usize);
-        std::io::Read::read_to_end(&mut file, &mut data).map_err(StoreError::Io)?;
+        let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut data)
+            .map_err(StoreError::Io)?;
+        if data.len() as u64 > limit {
+            return Err(StoreError::TooLarge {
+                size: data.len() as u64,
+                limit,
+            });
+        }
+        self.stamps
+            .borrow_mut()
+            .insert(path.to_owned(), FileStamp::of_std(&meta));
         Ok(data)
+    }
+
+    fn check_writable(&self, path: &str) -> Result<(), StoreError> {
+        let resolved = self.resolve(path)?;
+        let meta = self.workspace.metadata(&resolved).map_err(store_error)?;
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly);
+        }
+        Ok(())
     }
 
     fn exists(&self, path: &str) -> Result<bool, StoreError> {
@@ -206,29 +260,41 @@ impl FileStore for ConfinedStore<'_> {
     }
 
     fn write(&mut self, path: &str, data: &[u8]) -> Result<(), StoreError> {
-        let path = self.resolve(path)?;
-        self.create_parents(&path)?;
-        agent_tools_fs::write_atomic(self.workspace, &path, data).map_err(store_error)
+        let resolved = self.resolve(path)?;
+        self.create_parents(&resolved)?;
+        // A path the store never read (nor wrote) is being created.
+        let expected = self
+            .stamps
+            .borrow()
+            .get(path)
+            .map_or(Expected::Absent, |seen| Expected::Same(*seen));
+        let written = agent_tools_fs::write_atomic(self.workspace, &resolved, data, expected)
+            .map_err(store_error)?;
+        self.stamps.borrow_mut().insert(path.to_owned(), written);
+        Ok(())
     }
 
     fn remove(&mut self, path: &str) -> Result<(), StoreError> {
-        let path = self.resolve(path)?;
-        self.workspace
-            .base_dir()
-            .remove_file(path.rel())
-            .map_err(|err| store_error(self.workspace.io_error(&err, &path)))?;
-        self.prune_empty_parents(&path);
+        let resolved = self.resolve(path)?;
+        let seen = self.stamps.borrow_mut().remove(path);
+        agent_tools_fs::remove_seen(self.workspace, &resolved, seen).map_err(store_error)?;
+        self.prune_empty_parents(&resolved);
         Ok(())
     }
 
     fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
-        let from = self.resolve(from)?;
-        let to = self.resolve(to)?;
-        self.create_parents(&to)?;
-        let dir = self.workspace.base_dir();
-        dir.rename(from.rel(), dir, to.rel())
-            .map_err(|err| store_error(self.workspace.io_error(&err, &from)))?;
-        self.prune_empty_parents(&from);
+        let from_path = self.resolve(from)?;
+        let to_path = self.resolve(to)?;
+        self.create_parents(&to_path)?;
+        let seen = self.stamps.borrow().get(from).copied();
+        agent_tools_fs::rename_new(self.workspace, &from_path, &to_path, seen)
+            .map_err(store_error)?;
+        let mut stamps = self.stamps.borrow_mut();
+        if let Some(seen) = stamps.remove(from) {
+            stamps.insert(to.to_owned(), seen);
+        }
+        drop(stamps);
+        self.prune_empty_parents(&from_path);
         Ok(())
     }
 
@@ -245,7 +311,7 @@ impl FileStore for ConfinedStore<'_> {
         let rel: &Path = path.rel();
         self.workspace
             .base_dir()
-            .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode))
+            .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode & 0o7777))
             .map_err(|err| store_error(self.workspace.io_error(&err, &path)))
     }
 }

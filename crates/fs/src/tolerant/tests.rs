@@ -254,3 +254,15 @@ mod properties {
         }
     }
 }
+
+/// Found by fuzzing: in a file that mixes line endings, lines new_string
+/// keeps unchanged were joined with the region's ending instead of the
+/// break the file has between them.
+#[test]
+fn unchanged_lines_keep_their_own_line_breaks_in_a_mixed_file() {
+    let text = "a  = 1\r\nb = 2\nc = 3\r\n";
+    let found = unique(text, "a = 1\nb = 2\nc = 3\n", "a = 1\nb = 2\nc = 4\n");
+    assert_eq!(found.apply(text), "a  = 1\r\nb = 2\nc = 4\r\n");
+    let same = unique(text, "a = 1\nb = 2\nc = 3\n", "a = 1\nb = 2\nc = 3\n");
+    assert_eq!(same.apply(text), text);
+}
