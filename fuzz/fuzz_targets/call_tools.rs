@@ -46,7 +46,10 @@ fn lay_out(root: &PathBuf) {
     let _ = std::fs::create_dir_all(root.join("src/nested"));
     let _ = std::fs::write(root.join("a.txt"), "alpha\nbeta\n    gamma\n");
     let _ = std::fs::write(root.join("crlf.txt"), "one\r\ntwo\r\n");
-    let _ = std::fs::write(root.join("src/lib.rs"), "fn main() {\n    println!(\"hi\");\n}\n");
+    let _ = std::fs::write(
+        root.join("src/lib.rs"),
+        "fn main() {\n    println!(\"hi\");\n}\n",
+    );
     let _ = std::fs::write(root.join("src/nested/bin.dat"), b"\x00\x01\x02");
     let _ = std::fs::write(root.join(".gitignore"), "*.log\n");
 }

@@ -1,18 +1,37 @@
 //! Parses arbitrary bytes as a patch and, when that succeeds, applies it to
 //! an in-memory store whose files hold the hunks' old lines (so the engine
-//! runs, not just the lookups). Run with `cargo +nightly fuzz run parse_patch`.
+//! runs, not just the lookups). Crashes it found are kept in
+//! `crates/patch/tests/fixtures/no-panic/`. Run with `cargo +nightly fuzz run parse_patch`.
 #![no_main]
 
 use agent_tools_patch::{LineKind, MemoryStore, apply, parse};
 use libfuzzer_sys::fuzz_target;
+
+/// Whether `inner` lies beneath `outer` taken as a folder.
+fn nests(outer: &str, inner: &str) -> bool {
+    inner
+        .strip_prefix(outer)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(patch) = parse(data) else {
         return;
     };
     let mut store = MemoryStore::new();
+    let mut placed: Vec<&str> = Vec::new();
     for fp in &patch.files {
         if let Some(path) = &fp.old_path {
+            // A file system cannot hold a file that is also a folder of
+            // another file; such a store would make rollback fail for reasons
+            // no real tree has.
+            if placed
+                .iter()
+                .any(|other| nests(other, path) || nests(path, other))
+            {
+                continue;
+            }
+            placed.push(path);
             let mut content = Vec::new();
             for hunk in &fp.hunks {
                 for line in &hunk.lines {
