@@ -63,6 +63,7 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+mod codex;
 mod engine;
 mod error;
 mod model;
@@ -72,7 +73,7 @@ mod store;
 
 pub use apply::{apply, apply_patch, check};
 pub use error::{ErrorKind, ExpectedLines, PatchError};
-pub use model::{FilePatch, Hunk, HunkLine, LineKind, Operation, Patch};
+pub use model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;
-pub use report::{Action, FileReport, HunkOffset, Report};
+pub use report::{Action, FileReport, HunkOffset, MatchLevel, Report};
 pub use store::{DirStore, FileStore, MemoryStore, StoreError, check_relative};
