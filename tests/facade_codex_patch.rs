@@ -43,9 +43,15 @@ fn codex_patch_applies_under_either_argument_name() {
             std::fs::read_to_string(sb.path("src/a.rs")).unwrap(),
             "pub fn a() -> u32 {\r\n    10\r\n}\r\n"
         );
-        assert_eq!(std::fs::read_to_string(sb.path("src/c.rs")).unwrap(), "pub fn c() {}\n");
+        assert_eq!(
+            std::fs::read_to_string(sb.path("src/c.rs")).unwrap(),
+            "pub fn c() {}\n"
+        );
         assert!(!sb.path("gone.txt").exists());
-        assert_eq!(std::fs::read_to_string(sb.path("moved/new.txt")).unwrap(), "kept\n");
+        assert_eq!(
+            std::fs::read_to_string(sb.path("moved/new.txt")).unwrap(),
+            "kept\n"
+        );
     }
 }
 

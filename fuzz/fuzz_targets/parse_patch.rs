@@ -1,12 +1,15 @@
 //! Parses arbitrary bytes as a patch and, when that succeeds, applies it to
 //! an in-memory store whose files hold the hunks' old lines (so the engine
-//! runs, not just the lookups). Run with `cargo +nightly fuzz run parse_patch`.
+//! runs, not just the lookups). The same bytes are also parsed wrapped in
+//! `*** Begin Patch` / `*** End Patch`, so the codex parser and matcher get
+//! inputs past their envelope check. Run with
+//! `cargo +nightly fuzz run parse_patch`.
 #![no_main]
 
 use agent_tools_patch::{LineKind, MemoryStore, apply, parse};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let Ok(patch) = parse(data) else {
         return;
     };
@@ -15,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
         if let Some(path) = &fp.old_path {
             let mut content = Vec::new();
             for hunk in &fp.hunks {
+                for context in &hunk.context {
+                    content.extend_from_slice(context);
+                    content.push(b'\n');
+                }
                 for line in &hunk.lines {
                     if line.kind != LineKind::Insert {
                         content.extend_from_slice(&line.content);
@@ -32,4 +39,12 @@ fuzz_target!(|data: &[u8]| {
             "a failed apply must leave the store unchanged"
         );
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    run(data);
+    let mut wrapped = b"*** Begin Patch\n".to_vec();
+    wrapped.extend_from_slice(data);
+    wrapped.extend_from_slice(b"\n*** End Patch\n");
+    run(&wrapped);
 });

@@ -210,10 +210,7 @@ impl<S: 'static> ToolDef<S> {
     /// both (`#[serde(alias = ...)]`).
     pub fn accepting_alias(mut self, alias: &'static str, name: &'static str) -> ToolDef<S> {
         let mut schema = (*self.validation_schema).clone();
-        let property = schema
-            .get("properties")
-            .and_then(|p| p.get(name))
-            .cloned();
+        let property = schema.get("properties").and_then(|p| p.get(name)).cloned();
         if let (Some(property), Some(Value::Object(properties))) =
             (property, schema.get_mut("properties"))
         {

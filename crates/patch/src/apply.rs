@@ -155,13 +155,16 @@ fn compute(fp: &FilePatch, path: &str, data: &[u8]) -> Result<Applied, PatchErro
     }
 }
 
+/// A file about to be overwritten: its bytes and permission bits.
+type Replaced = (Vec<u8>, Option<u32>);
+
 /// For a codex block, which overwrites an existing target (as codex does):
 /// the target's current bytes and mode, to restore on rollback, after
 /// checking it is a writable regular file. `None` when the target is free.
 fn replaced<S: FileStore + ?Sized>(
     store: &S,
     path: &str,
-) -> Result<Option<(Vec<u8>, Option<u32>)>, PatchError> {
+) -> Result<Option<Replaced>, PatchError> {
     if !store.exists(path).map_err(store_err(path))? {
         return Ok(None);
     }

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::engine::{
-    Applied, BOM, BASE, Out, addmod, key, line_hash, mulmod, powmod, search_budget, split_lines,
+    Applied, BASE, BOM, Out, addmod, key, line_hash, mulmod, powmod, search_budget, split_lines,
     strip_bom, submod,
 };
 use crate::error::{ExpectedLines, PatchError};
@@ -61,10 +61,7 @@ fn heredoc_open(line: &[u8]) -> Option<&[u8]> {
         Some(q @ (b'\'' | b'"')) => rest.strip_prefix(&[*q])?.strip_suffix(&[*q])?,
         _ => rest,
     };
-    let is_word = !word.is_empty()
-        && word
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    let is_word = !word.is_empty() && word.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
     is_word.then_some(word)
 }
 
@@ -88,7 +85,10 @@ pub(crate) fn parse(input: &[u8]) -> Result<Patch, PatchError> {
         .collect();
     let blank = |i: usize| lines[i].trim_ascii().is_empty();
     let Some(mut first) = (0..lines.len()).find(|&i| !blank(i)) else {
-        return Err(err(1, "The first line of the patch must be '*** Begin Patch'"));
+        return Err(err(
+            1,
+            "The first line of the patch must be '*** Begin Patch'",
+        ));
     };
     let mut last = (0..lines.len()).rev().find(|&i| !blank(i)).unwrap_or(first);
     if let Some(word) = heredoc_open(lines[first].trim_ascii()) {
@@ -224,7 +224,13 @@ impl<'a> Parser<'a, '_> {
             } else if let Some(rest) = line.strip_prefix(DELETE) {
                 let path = self.path(rest, "*** Delete File: ")?;
                 self.pos += 1;
-                files.push(file(Operation::Delete, Some(path), None, Vec::new(), number));
+                files.push(file(
+                    Operation::Delete,
+                    Some(path),
+                    None,
+                    Vec::new(),
+                    number,
+                ));
             } else if let Some(rest) = line.strip_prefix(UPDATE) {
                 let path = self.path(rest, "*** Update File: ")?;
                 self.pos += 1;
@@ -717,7 +723,10 @@ mod tests {
     fn heredoc_openings() {
         assert_eq!(heredoc_open(b"<<EOF"), Some(&b"EOF"[..]));
         assert_eq!(heredoc_open(b"<<'EOF'"), Some(&b"EOF"[..]));
-        assert_eq!(heredoc_open(b"apply_patch <<\"PATCH\""), Some(&b"PATCH"[..]));
+        assert_eq!(
+            heredoc_open(b"apply_patch <<\"PATCH\""),
+            Some(&b"PATCH"[..])
+        );
         assert_eq!(heredoc_open(b"applypatch << EOF"), Some(&b"EOF"[..]));
         assert_eq!(heredoc_open(b"<<\"EOF'"), None);
         assert_eq!(heredoc_open(b"<<"), None);
@@ -726,7 +735,9 @@ mod tests {
 
     #[test]
     fn unified_headers_read_as_context() {
-        assert!(matches!(marker(b"@@ -1,3 +1,4 @@ fn main() {"), Some(Marker::Context(c)) if c == b"fn main() {"));
+        assert!(
+            matches!(marker(b"@@ -1,3 +1,4 @@ fn main() {"), Some(Marker::Context(c)) if c == b"fn main() {")
+        );
         assert!(matches!(marker(b"@@ -1 +1 @@"), Some(Marker::Bare)));
         assert!(matches!(marker(b"@@ class A"), Some(Marker::Context(c)) if c == b"class A"));
         assert!(matches!(marker(b"@@   "), Some(Marker::Bare)));
@@ -735,9 +746,18 @@ mod tests {
 
     #[test]
     fn punctuation_folds_to_ascii() {
-        let folded = normalize(MatchLevel::Punctuation, "\u{a0}a\u{2013}b \u{201c}c\u{201d} \u{2019}d".as_bytes());
+        let folded = normalize(
+            MatchLevel::Punctuation,
+            "\u{a0}a\u{2013}b \u{201c}c\u{201d} \u{2019}d".as_bytes(),
+        );
         assert_eq!(&*folded, b"a-b \"c\" 'd");
-        assert_eq!(&*normalize(MatchLevel::TrailingWhitespace, b"  x \t"), b"  x");
-        assert_eq!(&*normalize(MatchLevel::SurroundingWhitespace, b"  x \t"), b"x");
+        assert_eq!(
+            &*normalize(MatchLevel::TrailingWhitespace, b"  x \t"),
+            b"  x"
+        );
+        assert_eq!(
+            &*normalize(MatchLevel::SurroundingWhitespace, b"  x \t"),
+            b"x"
+        );
     }
 }

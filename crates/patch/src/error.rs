@@ -85,7 +85,9 @@ pub enum PatchError {
         context: String,
     },
     /// A codex chunk's old lines were not found after the previous chunk.
-    #[error("Failed to find expected lines in {path}:\n{expected}\n(chunk {chunk}, patch line {line}: {reason})")]
+    #[error(
+        "Failed to find expected lines in {path}:\n{expected}\n(chunk {chunk}, patch line {line}: {reason})"
+    )]
     ChunkNotFound {
         /// The file.
         path: String,

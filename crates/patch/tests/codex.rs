@@ -72,7 +72,8 @@ fn format_is_detected_from_the_text() {
     let codex = parse("\n\n*** Begin Patch\n*** Delete File: a\n*** End Patch").unwrap();
     assert_eq!(codex.files[0].format, Format::Codex);
     assert_eq!(codex.files[0].operation, Operation::Delete);
-    let heredoc = parse("<<EOF\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n").unwrap();
+    let heredoc =
+        parse("<<EOF\n*** Begin Patch\n*** Delete File: a\n*** End Patch\nEOF\n").unwrap();
     assert_eq!(heredoc.files[0].format, Format::Codex);
     let unified = parse("--- a/a\n+++ b/a\n@@ -1 +1 @@\n-a\n+b\n").unwrap();
     assert_eq!(unified.files[0].format, Format::Unified);
@@ -81,7 +82,8 @@ fn format_is_detected_from_the_text() {
 fn fuzz_level(file: &str, patch_line: &str) -> Option<MatchLevel> {
     let mut store = MemoryStore::new();
     store.insert("f", file);
-    let patch = format!("*** Begin Patch\n*** Update File: f\n@@\n-{patch_line}\n+new\n*** End Patch\n");
+    let patch =
+        format!("*** Begin Patch\n*** Update File: f\n@@\n-{patch_line}\n+new\n*** End Patch\n");
     let report = apply_patch(patch, &mut store).unwrap();
     assert_eq!(store.get("f"), Some(&b"new\n"[..]));
     report.files[0].fuzz
@@ -235,7 +237,10 @@ fn file_named_twice_is_refused() {
         "a\n",
         "*** Begin Patch\n*** Update File: f.txt\n-a\n+b\n*** Update File: f.txt\n-b\n+c\n*** End Patch\n",
     );
-    assert!(err.starts_with("invalid_input: f.txt: named more than once"), "{err}");
+    assert!(
+        err.starts_with("invalid_input: f.txt: named more than once"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -290,7 +295,10 @@ fn codex_patch(old: &str, new: &str) -> String {
         let old_end = group.last().unwrap().old_range().end;
         let mut start = old_start;
         loop {
-            let pattern: Vec<&str> = old_lines[start..old_end].iter().map(|l| strip_eol(l)).collect();
+            let pattern: Vec<&str> = old_lines[start..old_end]
+                .iter()
+                .map(|l| strip_eol(l))
+                .collect();
             let first = (cursor..=old_lines.len().saturating_sub(pattern.len())).find(|&p| {
                 pattern
                     .iter()
@@ -361,7 +369,9 @@ fn report_names_fuzz_and_overwrite() {
     let mut store = MemoryStore::new();
     store.insert("a", "x \n");
     store.insert("b", "old\n");
-    let patch = parse("*** Begin Patch\n*** Update File: a\n-x\n+y\n*** Add File: b\n+new\n*** End Patch").unwrap();
+    let patch =
+        parse("*** Begin Patch\n*** Update File: a\n-x\n+y\n*** Add File: b\n+new\n*** End Patch")
+            .unwrap();
     let report = apply(&patch, &mut store).unwrap();
     assert_eq!(
         report.to_string(),
