@@ -1,4 +1,4 @@
-//! A unified-diff parser and all-or-nothing patch applier.
+//! A unified-diff and codex-patch parser and all-or-nothing patch applier.
 //!
 //! ```
 //! use agent_tools_patch::{MemoryStore, apply, parse};
@@ -31,6 +31,13 @@
 //! and patches with CRLF line endings. Text before the first file (a commit
 //! message, mail headers) is ignored. Binary patches are refused
 //! ([`ErrorKind::IsBinary`]).
+//!
+//! Also the codex format (`*** Begin Patch` ... `*** End Patch`, optionally
+//! in an `apply_patch <<'EOF'` heredoc), told apart by its first line and
+//! parsed into the same model ([`Format::Codex`]): its chunks are found by
+//! content after the previous chunk (`@@ text` lines move past a matching
+//! line, `*** End of File` anchors at the end), trying the levels of
+//! [`MatchLevel`] in order; Add File and Move to overwrite existing files.
 //!
 //! # How it applies
 //!
