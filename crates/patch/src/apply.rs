@@ -161,10 +161,7 @@ type Replaced = (Vec<u8>, Option<u32>);
 /// For a codex block, which overwrites an existing target (as codex does):
 /// the target's current bytes and mode, to restore on rollback, after
 /// checking it is a writable regular file. `None` when the target is free.
-fn replaced<S: FileStore + ?Sized>(
-    store: &S,
-    path: &str,
-) -> Result<Option<Replaced>, PatchError> {
+fn replaced<S: FileStore + ?Sized>(store: &S, path: &str) -> Result<Option<Replaced>, PatchError> {
     if !store.exists(path).map_err(store_err(path))? {
         return Ok(None);
     }
