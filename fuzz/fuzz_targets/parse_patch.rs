@@ -1,7 +1,10 @@
 //! Parses arbitrary bytes as a patch and, when that succeeds, applies it to
 //! an in-memory store whose files hold the hunks' old lines (so the engine
-//! runs, not just the lookups). Crashes it found are kept in
-//! `crates/patch/tests/fixtures/no-panic/`. Run with `cargo +nightly fuzz run parse_patch`.
+//! runs, not just the lookups). The same bytes are also parsed wrapped in
+//! `*** Begin Patch` / `*** End Patch`, so the codex parser and matcher get
+//! inputs past their envelope check. Crashes it found are kept in
+//! `crates/patch/tests/fixtures/no-panic/`. Run with
+//! `cargo +nightly fuzz run parse_patch`.
 #![no_main]
 
 use agent_tools_patch::{LineKind, MemoryStore, apply, parse};
@@ -14,7 +17,7 @@ fn nests(outer: &str, inner: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let Ok(patch) = parse(data) else {
         return;
     };
@@ -34,6 +37,10 @@ fuzz_target!(|data: &[u8]| {
             placed.push(path);
             let mut content = Vec::new();
             for hunk in &fp.hunks {
+                for context in &hunk.context {
+                    content.extend_from_slice(context);
+                    content.push(b'\n');
+                }
                 for line in &hunk.lines {
                     if line.kind != LineKind::Insert {
                         content.extend_from_slice(&line.content);
@@ -51,4 +58,12 @@ fuzz_target!(|data: &[u8]| {
             "a failed apply must leave the store unchanged"
         );
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    run(data);
+    let mut wrapped = b"*** Begin Patch\n".to_vec();
+    wrapped.extend_from_slice(data);
+    wrapped.extend_from_slice(b"\n*** End Patch\n");
+    run(&wrapped);
 });

@@ -204,6 +204,29 @@ impl<S: 'static> ToolDef<S> {
         self
     }
 
+    /// Also accepts the argument `alias` in place of the required `name`
+    /// (exactly one of the two): the validation schema takes either, the
+    /// advertised schema keeps naming only `name`. The argument type reads
+    /// both (`#[serde(alias = ...)]`).
+    pub fn accepting_alias(mut self, alias: &'static str, name: &'static str) -> ToolDef<S> {
+        let mut schema = (*self.validation_schema).clone();
+        let property = schema.get("properties").and_then(|p| p.get(name)).cloned();
+        if let (Some(property), Some(Value::Object(properties))) =
+            (property, schema.get_mut("properties"))
+        {
+            properties.insert(alias.to_owned(), property);
+        }
+        if let Some(Value::Array(required)) = schema.get_mut("required") {
+            required.retain(|r| r != name);
+        }
+        schema.insert(
+            "oneOf".to_owned(),
+            serde_json::json!([{ "required": [name] }, { "required": [alias] }]),
+        );
+        self.validation_schema = Arc::new(schema);
+        self
+    }
+
     /// How the tool presents itself.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec

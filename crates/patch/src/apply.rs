@@ -2,9 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::engine::apply_hunks;
+use crate::engine::{Applied, apply_hunks};
 use crate::error::PatchError;
-use crate::model::{FilePatch, Operation, Patch};
+use crate::model::{FilePatch, Format, Operation, Patch};
 use crate::parse::parse;
 use crate::report::{Action, FileReport, Report};
 use crate::store::{FileStore, StoreError};
@@ -147,6 +147,30 @@ fn read_text<S: FileStore + ?Sized>(
     Ok(data)
 }
 
+/// The new content of one file block's target, by the block's format.
+fn compute(fp: &FilePatch, path: &str, data: &[u8]) -> Result<Applied, PatchError> {
+    match fp.format {
+        Format::Unified => apply_hunks(path, data, &fp.hunks),
+        Format::Codex => crate::codex::apply_chunks(path, data, &fp.hunks),
+    }
+}
+
+/// A file about to be overwritten: its bytes and permission bits.
+type Replaced = (Vec<u8>, Option<u32>);
+
+/// For a codex block, which overwrites an existing target (as codex does):
+/// the target's current bytes and mode, to restore on rollback, after
+/// checking it is a writable regular file. `None` when the target is free.
+fn replaced<S: FileStore + ?Sized>(store: &S, path: &str) -> Result<Option<Replaced>, PatchError> {
+    if !store.exists(path).map_err(store_err(path))? {
+        return Ok(None);
+    }
+    let data = read_text(store, path, false)?;
+    check_writable(store, path)?;
+    let mode = store.mode(path).map_err(store_err(path))?;
+    Ok(Some((data, mode)))
+}
+
 fn ensure_absent<S: FileStore + ?Sized>(store: &S, path: &str) -> Result<(), PatchError> {
     if store.exists(path).map_err(store_err(path))? {
         return Err(PatchError::AlreadyExists {
@@ -189,16 +213,24 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
             _ => None,
         };
         let mut offsets = Vec::new();
+        let mut fuzz = None;
+        let mut overwrote = false;
         let (action, path, from) = match fp.operation {
             Operation::Create => {
                 let path = need(&fp.new_path, fp)?;
-                ensure_absent(store, path)?;
-                let applied = apply_hunks(path, b"", &fp.hunks)?;
+                let previous = if fp.format == Format::Codex {
+                    replaced(store, path)?.map(|(data, _)| data)
+                } else {
+                    ensure_absent(store, path)?;
+                    None
+                };
+                overwrote = previous.is_some();
+                let applied = compute(fp, path, b"")?;
                 offsets = applied.offsets;
                 ops.push(Op::Write {
                     path: path.to_owned(),
                     data: applied.data,
-                    previous: None,
+                    previous,
                 });
                 if let Some(mode) = fp.new_mode {
                     ops.push(Op::SetMode {
@@ -213,7 +245,7 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let data = read_text(store, path, has_hunks)?;
                 check_writable(store, path)?;
                 if has_hunks {
-                    let applied = apply_hunks(path, &data, &fp.hunks)?;
+                    let applied = compute(fp, path, &data)?;
                     if applied.lines > 0 {
                         return Err(PatchError::DeleteIncomplete {
                             path: path.to_owned(),
@@ -235,8 +267,9 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let data = read_text(store, path, has_hunks)?;
                 if has_hunks {
                     check_writable(store, path)?;
-                    let applied = apply_hunks(path, &data, &fp.hunks)?;
+                    let applied = compute(fp, path, &data)?;
                     offsets = applied.offsets;
+                    fuzz = applied.fuzz;
                     ops.push(Op::Write {
                         path: path.to_owned(),
                         data: applied.data,
@@ -255,14 +288,28 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
                 let from = need(&fp.old_path, fp)?;
                 let to = need(&fp.new_path, fp)?;
                 let data = read_text(store, from, has_hunks)?;
-                ensure_absent(store, to)?;
+                if fp.format == Format::Codex && fp.operation == Operation::Rename {
+                    if let Some((previous, mode)) = replaced(store, to)? {
+                        // Removed first (deletions go first), so the move
+                        // lands on a free path; rollback restores it.
+                        ops.push(Op::Remove {
+                            path: to.to_owned(),
+                            previous,
+                            mode,
+                        });
+                        overwrote = true;
+                    }
+                } else {
+                    ensure_absent(store, to)?;
+                }
                 if has_hunks && fp.operation == Operation::Rename {
                     check_writable(store, from)?;
                 }
                 let mode_before = store.mode(from).map_err(store_err(from))?;
                 let new_data = if has_hunks {
-                    let applied = apply_hunks(to, &data, &fp.hunks)?;
+                    let applied = compute(fp, to, &data)?;
                     offsets = applied.offsets;
+                    fuzz = applied.fuzz;
                     Some(applied.data)
                 } else {
                     None
@@ -313,6 +360,8 @@ fn stage<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Staged, Patc
             hunks: fp.hunks.len(),
             offsets,
             mode_change,
+            fuzz,
+            overwrote,
         });
     }
     // Deletions first (so a directory can become a file), then renames,

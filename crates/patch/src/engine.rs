@@ -25,9 +25,9 @@ use crate::error::{ExpectedLines, PatchError};
 use crate::model::{Hunk, LineKind};
 use crate::report::HunkOffset;
 
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-const MOD: u64 = (1 << 61) - 1;
-const BASE: u64 = 0x1F3D_5B79_A3C1_E5F7 % MOD;
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+pub(crate) const MOD: u64 = (1 << 61) - 1;
+pub(crate) const BASE: u64 = 0x1F3D_5B79_A3C1_E5F7 % MOD;
 
 /// The result of applying hunks to one file's content.
 pub(crate) struct Applied {
@@ -37,23 +37,49 @@ pub(crate) struct Applied {
     pub offsets: Vec<HunkOffset>,
     /// Number of lines in the new content (not counting a BOM).
     pub lines: usize,
+    /// Codex format: the loosest match level used, when not exact.
+    pub fuzz: Option<crate::report::MatchLevel>,
 }
 
+/// One line of a file: byte offsets into its body.
 #[derive(Clone, Copy)]
-struct Span {
-    start: usize,
+pub(crate) struct Span {
+    pub start: usize,
     /// End of the content, before the `\n` (a `\r` before it is content).
-    content_end: usize,
+    pub content_end: usize,
     /// End including the terminator.
-    end: usize,
+    pub end: usize,
+}
+
+/// The lines of `body`; a final line without terminator counts, an empty
+/// remainder after the last `\n` does not.
+pub(crate) fn split_lines(body: &[u8]) -> Vec<Span> {
+    let mut spans = Vec::with_capacity(memchr::memchr_iter(b'\n', body).count() + 1);
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', body) {
+        spans.push(Span {
+            start,
+            content_end: i,
+            end: i + 1,
+        });
+        start = i + 1;
+    }
+    if start < body.len() {
+        spans.push(Span {
+            start,
+            content_end: body.len(),
+            end: body.len(),
+        });
+    }
+    spans
 }
 
 /// A line without one trailing carriage return: what lines are compared by.
-fn key(line: &[u8]) -> &[u8] {
+pub(crate) fn key(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-fn mulmod(a: u64, b: u64) -> u64 {
+pub(crate) fn mulmod(a: u64, b: u64) -> u64 {
     let p = u128::from(a) * u128::from(b);
     let lo = (p as u64) & MOD;
     let hi = (p >> 61) as u64;
@@ -64,16 +90,16 @@ fn mulmod(a: u64, b: u64) -> u64 {
     s
 }
 
-fn addmod(a: u64, b: u64) -> u64 {
+pub(crate) fn addmod(a: u64, b: u64) -> u64 {
     let s = a + b;
     if s >= MOD { s - MOD } else { s }
 }
 
-fn submod(a: u64, b: u64) -> u64 {
+pub(crate) fn submod(a: u64, b: u64) -> u64 {
     if a >= b { a - b } else { a + MOD - b }
 }
 
-fn powmod(mut base: u64, mut exp: usize) -> u64 {
+pub(crate) fn powmod(mut base: u64, mut exp: usize) -> u64 {
     let mut acc = 1;
     while exp > 0 {
         if exp & 1 == 1 {
@@ -85,7 +111,7 @@ fn powmod(mut base: u64, mut exp: usize) -> u64 {
     acc
 }
 
-fn line_hash(line: &[u8]) -> u64 {
+pub(crate) fn line_hash(line: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in key(line) {
         h ^= u64::from(b);
@@ -94,7 +120,7 @@ fn line_hash(line: &[u8]) -> u64 {
     h % MOD
 }
 
-fn strip_bom(has_bom: bool, line: &[u8]) -> &[u8] {
+pub(crate) fn strip_bom(has_bom: bool, line: &[u8]) -> &[u8] {
     if has_bom {
         line.strip_prefix(BOM).unwrap_or(line)
     } else {
@@ -103,15 +129,15 @@ fn strip_bom(has_bom: bool, line: &[u8]) -> &[u8] {
 }
 
 /// Output buffer that keeps track of whether its last line is terminated.
-struct Out {
-    data: Vec<u8>,
-    unterminated: bool,
-    lines: usize,
+pub(crate) struct Out {
+    pub data: Vec<u8>,
+    pub unterminated: bool,
+    pub lines: usize,
 }
 
 impl Out {
     /// Appends one line (with its terminator, if any).
-    fn line(&mut self, bytes: &[u8], term: &[u8], fix_eol: &[u8]) {
+    pub fn line(&mut self, bytes: &[u8], term: &[u8], fix_eol: &[u8]) {
         if self.unterminated {
             self.data.extend_from_slice(fix_eol);
         }
@@ -122,7 +148,7 @@ impl Out {
     }
 
     /// Appends whole original lines.
-    fn raw(&mut self, bytes: &[u8], count: usize, fix_eol: &[u8]) {
+    pub fn raw(&mut self, bytes: &[u8], count: usize, fix_eol: &[u8]) {
         if count == 0 {
             return;
         }
@@ -144,23 +170,7 @@ pub(crate) fn apply_hunks(
     let has_bom = original.starts_with(BOM);
     let (bom, body) = original.split_at(if has_bom { BOM.len() } else { 0 });
 
-    let mut spans = Vec::with_capacity(memchr::memchr_iter(b'\n', body).count() + 1);
-    let mut start = 0;
-    for i in memchr::memchr_iter(b'\n', body) {
-        spans.push(Span {
-            start,
-            content_end: i,
-            end: i + 1,
-        });
-        start = i + 1;
-    }
-    if start < body.len() {
-        spans.push(Span {
-            start,
-            content_end: body.len(),
-            end: body.len(),
-        });
-    }
+    let spans = split_lines(body);
     let n = spans.len();
     let content = |i: usize| &body[spans[i].start..spans[i].content_end];
     let raw = |i: usize| &body[spans[i].start..spans[i].end];
@@ -402,6 +412,7 @@ pub(crate) fn apply_hunks(
         data: out.data,
         offsets,
         lines: out.lines,
+        fuzz: None,
     })
 }
 
@@ -409,7 +420,7 @@ pub(crate) fn apply_hunks(
 /// few passes over the file (hunks in file order need at most about four:
 /// each search reaches at most as far as the stated lines or the found
 /// places moved since the previous hunk, both ways) plus a little per hunk.
-fn search_budget(lines: usize, hunks: usize) -> usize {
+pub(crate) fn search_budget(lines: usize, hunks: usize) -> usize {
     lines
         .saturating_add(1)
         .saturating_mul(8)

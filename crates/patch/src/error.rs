@@ -71,6 +71,35 @@ pub enum PatchError {
         /// The old-side lines the hunk expected, indented, truncated.
         expected: ExpectedLines,
     },
+    /// A codex chunk's `@@ context` line was not found after the previous
+    /// chunk.
+    #[error("Failed to find context '{context}' in {path} (chunk {chunk}, patch line {line})")]
+    ContextNotFound {
+        /// The file.
+        path: String,
+        /// 1-based chunk index within the file's section.
+        chunk: usize,
+        /// 1-based patch line of the `@@` line.
+        line: usize,
+        /// The context text looked for.
+        context: String,
+    },
+    /// A codex chunk's old lines were not found after the previous chunk.
+    #[error(
+        "Failed to find expected lines in {path}:\n{expected}\n(chunk {chunk}, patch line {line}: {reason})"
+    )]
+    ChunkNotFound {
+        /// The file.
+        path: String,
+        /// 1-based chunk index within the file's section.
+        chunk: usize,
+        /// 1-based patch line where the chunk starts.
+        line: usize,
+        /// Where it was searched for and how.
+        reason: String,
+        /// The old lines looked for, indented, truncated.
+        expected: ExpectedLines,
+    },
     /// A deletion's hunks do not remove the whole file.
     #[error(
         "{path}: deletion patch does not match the whole file ({remaining} line(s) would remain)"
@@ -205,6 +234,8 @@ impl PatchError {
             PatchError::BinaryPatch { .. } | PatchError::BinaryFile { .. } => ErrorKind::IsBinary,
             PatchError::AlreadyExists { .. }
             | PatchError::HunkFailed { .. }
+            | PatchError::ContextNotFound { .. }
+            | PatchError::ChunkNotFound { .. }
             | PatchError::DeleteIncomplete { .. } => ErrorKind::PatchFailed,
             PatchError::Store { source, .. } => source.kind(),
             PatchError::RollbackFailed { .. } => ErrorKind::Io,
@@ -221,6 +252,8 @@ impl PatchError {
             | PatchError::AlreadyExists { path }
             | PatchError::BinaryFile { path }
             | PatchError::HunkFailed { path, .. }
+            | PatchError::ContextNotFound { path, .. }
+            | PatchError::ChunkNotFound { path, .. }
             | PatchError::DeleteIncomplete { path, .. }
             | PatchError::Store { path, .. } => Some(path),
             PatchError::RollbackFailed { source, .. } => source.path(),

@@ -1,4 +1,4 @@
-//! A unified-diff parser and all-or-nothing patch applier.
+//! A unified-diff and codex-patch parser and all-or-nothing patch applier.
 //!
 //! ```
 //! use agent_tools_patch::{MemoryStore, apply, parse};
@@ -32,6 +32,13 @@
 //! message, mail headers) is ignored. Binary patches are refused
 //! ([`ErrorKind::IsBinary`]).
 //!
+//! Also the codex format (`*** Begin Patch` ... `*** End Patch`, optionally
+//! in an `apply_patch <<'EOF'` heredoc), told apart by its first line and
+//! parsed into the same model ([`Format::Codex`]): its chunks are found by
+//! content after the previous chunk (`@@ text` lines move past a matching
+//! line, `*** End of File` anchors at the end), trying the levels of
+//! [`MatchLevel`] in order; Add File and Move to overwrite existing files.
+//!
 //! # How it applies
 //!
 //! [`apply`] works through any [`FileStore`] ([`DirStore`] for a directory,
@@ -63,6 +70,7 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+mod codex;
 mod engine;
 mod error;
 mod model;
@@ -72,7 +80,7 @@ mod store;
 
 pub use apply::{apply, apply_patch, check};
 pub use error::{ErrorKind, ExpectedLines, PatchError};
-pub use model::{FilePatch, Hunk, HunkLine, LineKind, Operation, Patch};
+pub use model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;
-pub use report::{Action, FileReport, HunkOffset, Report};
+pub use report::{Action, FileReport, HunkOffset, MatchLevel, Report};
 pub use store::{DirStore, FileStore, MemoryStore, StoreError, check_relative};

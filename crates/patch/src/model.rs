@@ -9,6 +9,19 @@ pub struct Patch {
     pub files: Vec<FilePatch>,
 }
 
+/// The patch format a file block was written in; it decides how its hunks
+/// are matched against the file (see the crate documentation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// A unified or git diff: hunks placed by their line numbers, exact
+    /// matches only; creating or renaming onto an existing path is refused.
+    #[default]
+    Unified,
+    /// The `*** Begin Patch` format: chunks placed by their content and `@@`
+    /// context lines, with fuzz levels; Add File and Move to overwrite.
+    Codex,
+}
+
 /// What a file block does to the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
@@ -51,6 +64,8 @@ pub struct FilePatch {
     pub hunks: Vec<Hunk>,
     /// 1-based line number in the patch where the block starts.
     pub line: usize,
+    /// The format the block was written in.
+    pub format: Format,
 }
 
 impl FilePatch {
@@ -87,6 +102,13 @@ pub struct Hunk {
     pub new_missing_newline: bool,
     /// 1-based line number of the hunk header in the patch.
     pub line: usize,
+    /// Codex format only: the `@@ text` lines before the chunk, in order;
+    /// each moves the search past the first line after the previous one
+    /// that matches it. Empty for unified hunks.
+    pub context: Vec<Vec<u8>>,
+    /// Codex format only: the chunk ended with `*** End of File`, so its old
+    /// lines must be the file's last lines.
+    pub end_of_file: bool,
 }
 
 impl Hunk {
@@ -121,6 +143,8 @@ impl fmt::Debug for Hunk {
             .field("header", &self.header())
             .field("section", &self.section)
             .field("line", &self.line)
+            .field("context", &self.context)
+            .field("end_of_file", &self.end_of_file)
             .field("old_missing_newline", &self.old_missing_newline)
             .field("new_missing_newline", &self.new_missing_newline)
             .field("lines", &self.lines)

@@ -1,9 +1,12 @@
 //! The unified-diff parser.
 
 use crate::error::PatchError;
-use crate::model::{FilePatch, Hunk, HunkLine, LineKind, Operation, Patch};
+use crate::model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 
-/// Parses a unified diff (plain or git-style) into a [`Patch`].
+/// Parses a patch into a [`Patch`]: a codex patch (`*** Begin Patch` ...
+/// `*** End Patch`, optionally inside an `apply_patch <<'EOF'` heredoc) or
+/// a unified diff (plain or git-style), told apart by the first non-blank
+/// line.
 ///
 /// Text before the first file header (a commit message, mail headers, a
 /// diffstat) and after the last hunk (a mail signature) is ignored. Each
@@ -17,7 +20,11 @@ use crate::model::{FilePatch, Hunk, HunkLine, LineKind, Operation, Patch};
 /// [`PatchError::BinaryPatch`] for `GIT binary patch` / `Binary files ...
 /// differ` blocks.
 pub fn parse(input: impl AsRef<[u8]>) -> Result<Patch, PatchError> {
-    Parser::new(input.as_ref()).run()
+    let input = input.as_ref();
+    if crate::codex::is_codex(input) {
+        return crate::codex::parse(input);
+    }
+    Parser::new(input).run()
 }
 
 /// Names from a `---`/`+++` pair; `None` stands for `/dev/null`.
@@ -183,6 +190,7 @@ impl<'a> Parser<'a> {
             git: false,
             hunks,
             line: start,
+            format: Format::Unified,
         })
     }
 
@@ -352,6 +360,7 @@ impl<'a> Parser<'a> {
             git: true,
             hunks,
             line: start,
+            format: Format::Unified,
         })
     }
 
@@ -402,6 +411,8 @@ impl<'a> Parser<'a> {
             old_missing_newline: false,
             new_missing_newline: false,
             line: header_line,
+            context: Vec::new(),
+            end_of_file: false,
         };
         let (mut old_left, mut new_left) = (old_count, new_count);
         let short = |hunk: &Hunk, at: usize, old_left: usize, new_left: usize, what: &str| {

@@ -30,6 +30,43 @@ impl Action {
     }
 }
 
+/// How loosely a codex chunk's lines had to be compared to be found; the
+/// levels are tried in this order, each over the whole searched range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MatchLevel {
+    /// Byte for byte (without the line terminator).
+    Exact,
+    /// Trailing whitespace ignored.
+    TrailingWhitespace,
+    /// Leading and trailing whitespace ignored.
+    SurroundingWhitespace,
+    /// Surrounding whitespace ignored and typographic dashes, quotes and
+    /// spaces read as their ASCII forms.
+    Punctuation,
+}
+
+impl MatchLevel {
+    /// Every level, in the order they are tried.
+    pub const ALL: [MatchLevel; 4] = [
+        MatchLevel::Exact,
+        MatchLevel::TrailingWhitespace,
+        MatchLevel::SurroundingWhitespace,
+        MatchLevel::Punctuation,
+    ];
+
+    /// How the level reads in a report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MatchLevel::Exact => "matched exactly",
+            MatchLevel::TrailingWhitespace => "matched ignoring trailing whitespace",
+            MatchLevel::SurroundingWhitespace => "matched ignoring leading and trailing whitespace",
+            MatchLevel::Punctuation => {
+                "matched ignoring surrounding whitespace and reading typographic dashes, quotes and spaces as ASCII"
+            }
+        }
+    }
+}
+
 /// A hunk that applied away from its stated line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HunkOffset {
@@ -56,6 +93,11 @@ pub struct FileReport {
     pub offsets: Vec<HunkOffset>,
     /// A changed mode `(old, new)`, e.g. `(0o100644, 0o100755)`.
     pub mode_change: Option<(u32, u32)>,
+    /// Codex format: the loosest level any chunk of the file needed, when
+    /// that is not [`MatchLevel::Exact`].
+    pub fuzz: Option<MatchLevel>,
+    /// Codex format: an Add File or Move to replaced a file that existed.
+    pub overwrote: bool,
 }
 
 /// The result of a successful apply (or check): one entry per file block,
@@ -84,6 +126,12 @@ impl fmt::Display for FileReport {
         }
         if let Some((old, new)) = self.mode_change {
             details.push(format!("mode {old:o} -> {new:o}"));
+        }
+        if let Some(level) = self.fuzz {
+            details.push(level.describe().to_owned());
+        }
+        if self.overwrote {
+            details.push("overwrote the existing file".to_owned());
         }
         if !details.is_empty() {
             write!(f, " ({})", details.join(", "))?;

@@ -17,18 +17,23 @@ use serde::Deserialize;
 use crate::registry::ToolDef;
 use crate::services::Services;
 
-const APPLY_PATCH: &str = "Apply a unified diff (as `diff -u` or `git diff` print it) to one or more files, \
-all or nothing. `--- /dev/null` creates a file, `+++ /dev/null` deletes one, and differing old and new paths \
-rename (with hunks: move and edit). Paths may carry a/ and b/ prefixes. A hunk whose lines moved applies at \
-the nearest place its context matches exactly, and the result reports the offset. If any hunk fails, no file \
-is changed and the error names the file, the hunk and the lines it expected. Files keep their line endings \
-and BOM; created files use LF.";
+const APPLY_PATCH: &str = "Apply a patch to one or more files, all or nothing. Two formats are accepted. \
+A unified diff (as `diff -u` or `git diff` print it): `--- /dev/null` creates a file, `+++ /dev/null` deletes \
+one, differing old and new paths rename (with hunks: move and edit), a/ and b/ prefixes allowed; a hunk whose \
+lines moved applies at the nearest place its context matches exactly, and the result reports the offset. Or \
+the `*** Begin Patch` ... `*** End Patch` format with `*** Add File:`, `*** Delete File:`, `*** Update File:` \
+(optionally `*** Move to:`) sections and `@@` chunks found by their content after the previous chunk (`@@ line` \
+jumps past that line; whitespace and typographic punctuation differences are tolerated and reported; Add File \
+and Move to overwrite). If any hunk fails, no file is changed and the error names the file, the hunk and the \
+lines it expected. Files keep their line endings and BOM; created files use LF.";
 
 /// Arguments of `apply_patch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApplyPatchArgs {
-    /// The unified diff, covering one or more files.
+    /// The patch (unified diff or `*** Begin Patch` format), covering one or
+    /// more files. `input` is accepted as another name for it.
+    #[serde(alias = "input")]
     patch: String,
 }
 
@@ -39,13 +44,15 @@ pub(crate) fn apply_patch_tool() -> ToolDef {
         true,
         |s, a: ApplyPatchArgs, _| apply_patch(s, &a.patch),
     )
+    // codex's JSON tool names the argument `input`.
+    .accepting_alias("input", "patch")
 }
 
 fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
     let mut patch = agent_tools_patch::parse(text).map_err(|err| patch_error(&err))?;
     if patch.files.is_empty() {
         return Err(ToolError::invalid_input(
-            "the patch has no file blocks: expected `--- old` / `+++ new` headers followed by @@ hunks",
+            "the patch has no file blocks: expected `--- old` / `+++ new` headers followed by @@ hunks, or `*** Begin Patch` with file sections",
         ));
     }
     let workspace = services.files.workspace();
