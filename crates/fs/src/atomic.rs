@@ -515,9 +515,15 @@ pub fn open_regular(
 }
 
 fn sync_dir(dir: &Dir) -> io::Result<()> {
+    open_for_sync(dir)?.sync_all()
+}
+
+/// The directory opened for reading: its handle may be path-only, which
+/// cannot be flushed.
+fn open_for_sync(dir: &Dir) -> io::Result<std::fs::File> {
     let mut options = OpenOptions::new();
     options.read(true);
-    dir.open_with(".", &options)?.into_std().sync_all()
+    Ok(dir.open_with(".", &options)?.into_std())
 }
 
 fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, cap_std::fs::File)> {
@@ -633,8 +639,8 @@ pub fn sync_all_parallel(files: &[&std::fs::File]) -> Result<(), (usize, io::Err
         for _ in 0..threads {
             scope.spawn(|| {
                 loop {
-                    let index = usize::try_from(next.fetch_add(1, Ordering::Relaxed))
-                        .unwrap_or(usize::MAX);
+                    let index =
+                        usize::try_from(next.fetch_add(1, Ordering::Relaxed)).unwrap_or(usize::MAX);
                     let Some(file) = files.get(index) else {
                         break;
                     };
@@ -773,7 +779,10 @@ pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
     let files: Vec<&std::fs::File> = batch.iter().map(|staged| &staged.file).collect();
     if let Err((index, err)) = sync_all_parallel(&files) {
         let path = &batch[index].path;
-        return Err(ToolError::from_io(&err, std::path::Path::new(path.display())));
+        return Err(ToolError::from_io(
+            &err,
+            std::path::Path::new(path.display()),
+        ));
     }
     let mut renamed: Vec<StagedWrite> = Vec::with_capacity(batch.len());
     let mut result = Ok(());
@@ -787,20 +796,27 @@ pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
     }
     // Each directory once, even when the renames failed part-way: what was
     // renamed is made durable either way.
-    let mut synced: Vec<(u64, u64)> = Vec::new();
+    // The directories are synced together as well.
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut dirs: Vec<(&ConfinedPath, std::fs::File)> = Vec::new();
     for staged in &renamed {
         let key = staged
             .dir
             .dir_metadata()
             .map(|meta| (meta.dev(), meta.ino()))
             .ok();
-        if key.is_some_and(|key| synced.contains(&key)) {
+        if key.is_some_and(|key| seen.contains(&key)) {
             continue;
         }
-        if let Err(err) = sync_dir(&staged.dir) {
-            result = result.and(Err(dir_sync_failed(&staged.path, &err)));
+        seen.extend(key);
+        match open_for_sync(&staged.dir) {
+            Ok(dir) => dirs.push((&staged.path, dir)),
+            Err(err) => result = result.and(Err(dir_sync_failed(&staged.path, &err))),
         }
-        synced.extend(key);
+    }
+    let files: Vec<&std::fs::File> = dirs.iter().map(|(_, dir)| dir).collect();
+    if let Err((index, err)) = sync_all_parallel(&files) {
+        result = result.and(Err(dir_sync_failed(dirs[index].0, &err)));
     }
     result
 }
@@ -814,9 +830,8 @@ fn rename_staged(staged: &mut StagedWrite) -> ToolResult<()> {
         Expected::Absent => rename_no_replace(&staged.dir, temp, &staged.name),
     };
     renamed.map_err(|err| {
-        created_meanwhile(err, path).unwrap_or_else(|err| {
-            ToolError::from_io(&err, std::path::Path::new(path.display()))
-        })
+        created_meanwhile(err, path)
+            .unwrap_or_else(|err| ToolError::from_io(&err, std::path::Path::new(path.display())))
     })?;
     staged.temp = None;
     Ok(())

@@ -76,5 +76,6 @@ pub use model::{FilePatch, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;
 pub use report::{Action, FileReport, HunkOffset, Report};
 pub use store::{
-    DirStore, FileStore, FlushError, MAX_HELD_WRITES, MemoryStore, StoreError, check_relative, sync_all_parallel,
+    DirStore, FileStore, FlushError, MAX_HELD_WRITES, MemoryStore, StoreError, check_relative,
+    sync_all_parallel,
 };

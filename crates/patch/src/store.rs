@@ -321,7 +321,11 @@ impl DirStore {
         let mut folders = BTreeSet::new();
         let mut result = Ok(());
         while let Some((path, write)) = self.held.pop_first() {
-            let HeldWrite { full, temp, existed } = write;
+            let HeldWrite {
+                full,
+                temp,
+                existed,
+            } = write;
             match temp.persist(&full) {
                 Ok(_) => {
                     if let Some(parent) = full.parent() {
@@ -343,9 +347,13 @@ impl DirStore {
                 }
             }
         }
-        for folder in &folders {
-            sync_dir(folder);
-        }
+        // Best effort, as for a single write; the folders are synced
+        // together too.
+        let folders: Vec<fs::File> = folders
+            .iter()
+            .filter_map(|folder| fs::File::open(folder).ok())
+            .collect();
+        let _ = sync_all_parallel(&folders.iter().collect::<Vec<_>>());
         result
     }
 

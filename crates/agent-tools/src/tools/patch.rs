@@ -217,8 +217,7 @@ impl ConfinedStore<'_> {
         let Expected::Same(seen) = held.expected() else {
             return false;
         };
-        let Ok((mut file, meta)) = agent_tools_fs::open_regular(self.workspace, held.path())
-        else {
+        let Ok((mut file, meta)) = agent_tools_fs::open_regular(self.workspace, held.path()) else {
             return false;
         };
         if FileStamp::of_std(&meta) != seen || meta.len() != data.len() as u64 {
