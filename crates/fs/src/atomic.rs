@@ -326,14 +326,7 @@ pub(crate) fn replace_expecting(
     // The content is in place; flushing the directory makes the rename
     // durable. The handle itself may be path-only, so open the directory
     // again, for reading, to flush it.
-    sync_dir(&dir).map_err(|err| {
-        ToolError::new(
-            ErrorCode::IoError,
-            format!(
-                "{path}: the new content was written, but flushing its directory to disk failed: {err}"
-            ),
-        )
-    })?;
+    sync_dir(&dir).map_err(|err| dir_sync_failed(path, &err))?;
     Ok(stamp)
 }
 
@@ -522,9 +515,15 @@ pub fn open_regular(
 }
 
 fn sync_dir(dir: &Dir) -> io::Result<()> {
+    open_for_sync(dir)?.sync_all()
+}
+
+/// The directory opened for reading: its handle may be path-only, which
+/// cannot be flushed.
+fn open_for_sync(dir: &Dir) -> io::Result<std::fs::File> {
     let mut options = OpenOptions::new();
     options.read(true);
-    dir.open_with(".", &options)?.into_std().sync_all()
+    Ok(dir.open_with(".", &options)?.into_std())
 }
 
 fn create_temp(dir: &Dir, name: &OsStr) -> io::Result<(OsString, cap_std::fs::File)> {
@@ -611,6 +610,197 @@ fn copy_xattrs(dir: &Dir, name: &OsStr, file: &std::fs::File) -> io::Result<()> 
         })?;
     }
     Ok(())
+}
+
+/// Flushes files to disk several at once: the patch engine's, the one home
+/// of that rule (why fsync, how many threads).
+pub use agent_tools_patch::sync_all_parallel;
+
+/// A replacement written to its temporary file but not yet synced nor
+/// renamed into place: the first half of [`replace_expecting`], for callers
+/// that change many files at once and want to sync them together
+/// ([`commit_staged`]). Dropping it removes the temporary file, leaving the
+/// target as it was.
+#[derive(Debug)]
+pub struct StagedWrite {
+    dir: Dir,
+    name: OsString,
+    temp: Option<OsString>,
+    file: std::fs::File,
+    path: ConfinedPath,
+    expected: Expected,
+    stamp: FileStamp,
+}
+
+impl StagedWrite {
+    /// The stamp the target will have once the write is committed.
+    pub fn stamp(&self) -> FileStamp {
+        self.stamp
+    }
+
+    /// What the target must still be when the write is committed.
+    pub fn expected(&self) -> Expected {
+        self.expected
+    }
+
+    /// The target's path.
+    pub fn path(&self) -> &ConfinedPath {
+        &self.path
+    }
+
+    /// The new content's permission bits.
+    pub fn mode(&self) -> io::Result<u32> {
+        use std::os::unix::fs::PermissionsExt;
+        Ok(self.file.metadata()?.permissions().mode() & 0o7777)
+    }
+
+    /// Sets the new content's permission bits; they arrive with the rename.
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        self.file
+            .set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
+    }
+
+    /// The new content, read back from the temporary file.
+    pub fn read(&self) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let temp = self.temp.as_deref().unwrap_or_default();
+        let mut data = Vec::new();
+        self.dir.open(temp)?.into_std().read_to_end(&mut data)?;
+        Ok(data)
+    }
+}
+
+impl Drop for StagedWrite {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            // Best effort: the write is abandoned, the target untouched.
+            let _ = self.dir.remove_file(temp);
+        }
+    }
+}
+
+/// Writes `data` to a temporary file beside `path`, carrying over the
+/// target's permissions, owner and extended attributes, without syncing or
+/// renaming it: see [`StagedWrite`] and [`commit_staged`].
+pub fn stage_replace(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+    data: &[u8],
+    expected: Expected,
+) -> ToolResult<StagedWrite> {
+    let existing = match workspace.symlink_metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(err) if err.code() == ErrorCode::NotFound => None,
+        Err(err) => return Err(err),
+    };
+    let (dir, name) = workspace.open_parent(path)?;
+    let fail = |err: io::Error| workspace.io_error(&err, path);
+    sweep_leftovers(&dir);
+    let (temp, file) = create_temp(&dir, &name).map_err(fail)?;
+    let mut staged = StagedWrite {
+        file: file.into_std(),
+        dir,
+        name,
+        temp: Some(temp),
+        path: path.clone(),
+        expected,
+        stamp: FileStamp {
+            dev: 0,
+            ino: 0,
+            len: 0,
+            mtime: 0,
+            mtime_nsec: 0,
+        },
+    };
+    if let Some(meta) = &existing {
+        carry_over(&staged.dir, &staged.name, &staged.file, meta).map_err(fail)?;
+    }
+    staged.file.write_all(data).map_err(fail)?;
+    // Syncing and renaming change neither the inode, the size nor the
+    // modification time: this is the stamp the committed file will have.
+    staged.stamp = FileStamp::of_std(&staged.file.metadata().map_err(fail)?);
+    Ok(staged)
+}
+
+/// Commits staged writes: syncs every temporary file (together, see
+/// [`sync_all_parallel`]), then, each target checked as [`replace`] checks
+/// it, renames each into place, then syncs each distinct directory once.
+///
+/// A rename happens only after every temporary file is on disk, and a
+/// directory is synced after the renames into it, so a crash at any moment
+/// leaves each target old or new, never partial. Committed writes leave
+/// `batch`; on an error the writes not yet renamed stay in it (their
+/// targets untouched), to be committed again or dropped.
+pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
+    let files: Vec<&std::fs::File> = batch.iter().map(|staged| &staged.file).collect();
+    if let Err((index, err)) = sync_all_parallel(&files) {
+        let path = &batch[index].path;
+        return Err(ToolError::from_io(
+            &err,
+            std::path::Path::new(path.display()),
+        ));
+    }
+    let mut renamed: Vec<StagedWrite> = Vec::with_capacity(batch.len());
+    let mut result = Ok(());
+    while let Some(mut staged) = batch.pop() {
+        if let Err(err) = rename_staged(&mut staged) {
+            batch.push(staged);
+            result = Err(err);
+            break;
+        }
+        renamed.push(staged);
+    }
+    // Each directory once, even when the renames failed part-way: what was
+    // renamed is made durable either way.
+    // The directories are synced together as well.
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut dirs: Vec<(&ConfinedPath, std::fs::File)> = Vec::new();
+    for staged in &renamed {
+        let key = staged
+            .dir
+            .dir_metadata()
+            .map(|meta| (meta.dev(), meta.ino()))
+            .ok();
+        if key.is_some_and(|key| seen.contains(&key)) {
+            continue;
+        }
+        seen.extend(key);
+        match open_for_sync(&staged.dir) {
+            Ok(dir) => dirs.push((&staged.path, dir)),
+            Err(err) => result = result.and(Err(dir_sync_failed(&staged.path, &err))),
+        }
+    }
+    let files: Vec<&std::fs::File> = dirs.iter().map(|(_, dir)| dir).collect();
+    if let Err((index, err)) = sync_all_parallel(&files) {
+        result = result.and(Err(dir_sync_failed(dirs[index].0, &err)));
+    }
+    result
+}
+
+fn rename_staged(staged: &mut StagedWrite) -> ToolResult<()> {
+    let path = &staged.path;
+    let temp = staged.temp.as_deref().unwrap_or_default();
+    check_unchanged(&staged.dir, &staged.name, path, staged.expected)?;
+    let renamed = match staged.expected {
+        Expected::Same(_) => staged.dir.rename(temp, &staged.dir, &staged.name),
+        Expected::Absent => rename_no_replace(&staged.dir, temp, &staged.name),
+    };
+    renamed.map_err(|err| {
+        created_meanwhile(err, path)
+            .unwrap_or_else(|err| ToolError::from_io(&err, std::path::Path::new(path.display())))
+    })?;
+    staged.temp = None;
+    Ok(())
+}
+
+fn dir_sync_failed(path: &ConfinedPath, err: &io::Error) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{path}: the new content was written, but flushing its directory to disk failed: {err}"
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -41,7 +41,10 @@ mod walk;
 mod write;
 
 pub use args::*;
-pub use atomic::{Expected, FileStamp, open_regular, read_only, remove_seen, rename_new};
+pub use atomic::{
+    Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
+    rename_new, stage_replace, sync_all_parallel,
+};
 pub use lock::FileLocks;
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a

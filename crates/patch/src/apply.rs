@@ -389,6 +389,9 @@ enum Undo<'a> {
 
 fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), PatchError> {
     let mut undo = Vec::with_capacity(staged.ops.len());
+    // The store may hold the writes back and make them durable together at
+    // the flush; a failed flush is undone like any failed step.
+    store.begin_batch();
     for op in &staged.ops {
         let result = match op {
             Op::Remove {
@@ -439,6 +442,13 @@ fn commit<S: FileStore + ?Sized>(staged: &Staged, store: &mut S) -> Result<(), P
             return Err(rollback(store, undo, error));
         }
     }
+    if let Err(failed) = store.flush() {
+        let error = PatchError::Store {
+            path: failed.path,
+            source: failed.source,
+        };
+        return Err(rollback(store, undo, error));
+    }
     Ok(())
 }
 
@@ -464,6 +474,9 @@ fn rollback<S: FileStore + ?Sized>(
         if let Err(e) = result {
             failed.push(format!("{path} ({e})"));
         }
+    }
+    if let Err(e) = store.flush() {
+        failed.push(format!("{} ({})", e.path, e.source));
     }
     if failed.is_empty() {
         error

@@ -83,4 +83,7 @@ pub use error::{ErrorKind, ExpectedLines, PatchError};
 pub use model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;
 pub use report::{Action, FileReport, HunkOffset, MatchLevel, Report};
-pub use store::{DirStore, FileStore, MemoryStore, StoreError, check_relative};
+pub use store::{
+    DirStore, FileStore, FlushError, MAX_HELD_WRITES, MemoryStore, StoreError, check_relative,
+    sync_all_parallel,
+};

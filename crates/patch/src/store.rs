@@ -65,6 +65,17 @@ impl From<io::Error> for StoreError {
     }
 }
 
+/// Why [`FileStore::flush`] failed, and for which path.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct FlushError {
+    /// The path whose write could not be completed.
+    pub path: String,
+    /// The store's error.
+    #[source]
+    pub source: StoreError,
+}
+
 /// A tree of files the applier reads and writes.
 ///
 /// Paths are relative, `/`-separated, exactly as the patch names them after
@@ -119,6 +130,24 @@ pub trait FileStore {
         Ok(())
     }
 
+    /// Starts a batch: until [`FileStore::flush`], the store may hold
+    /// writes back (e.g. write each to a temporary file without syncing or
+    /// renaming it) so they can be made durable together. Reads, modes and
+    /// existence must still see the held writes.
+    ///
+    /// The default does nothing: every write is complete when it returns.
+    fn begin_batch(&mut self) {}
+
+    /// Completes the writes held since [`FileStore::begin_batch`] and ends
+    /// the batch. On an error, the writes not completed stay held (their
+    /// targets unchanged) until the next write of the same path, a
+    /// `flush`, or the store is dropped (which abandons them).
+    ///
+    /// The default does nothing.
+    fn flush(&mut self) -> Result<(), FlushError> {
+        Ok(())
+    }
+
     /// Whether the applier may change the content of the file at `path`
     /// or delete it: [`StoreError::ReadOnly`] for a file the store protects.
     /// Asked for every file a patch modifies, deletes or renames with
@@ -156,6 +185,12 @@ impl<S: FileStore + ?Sized> FileStore for &mut S {
     fn check_writable(&self, path: &str) -> Result<(), StoreError> {
         (**self).check_writable(path)
     }
+    fn begin_batch(&mut self) {
+        (**self).begin_batch();
+    }
+    fn flush(&mut self) -> Result<(), FlushError> {
+        (**self).flush()
+    }
 }
 
 /// Checks that `path` is a plain relative path: not empty, not absolute,
@@ -190,15 +225,45 @@ pub fn check_relative(path: &str) -> Result<(), StoreError> {
 /// Paths are checked with [`check_relative`] only: this store does not
 /// defend against symlinks that lead out of the root. Wrap it (or implement
 /// [`FileStore`] yourself) when that matters.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DirStore {
     root: PathBuf,
+    /// Whether writes are held until [`FileStore::flush`].
+    batching: bool,
+    /// Writes held in a batch: written to a temporary file beside the
+    /// target, neither synced nor renamed yet.
+    held: BTreeMap<String, HeldWrite>,
+}
+
+/// A write held in a batch.
+#[derive(Debug)]
+struct HeldWrite {
+    full: PathBuf,
+    temp: tempfile::NamedTempFile,
+    /// Whether the target existed before the batch wrote it.
+    existed: bool,
+}
+
+/// Most writes a batch should hold at once: past this a store commits the
+/// held ones and the batch goes on, so a huge patch cannot run out of file
+/// handles (each held write keeps its temporary file open).
+pub const MAX_HELD_WRITES: usize = 256;
+
+impl Clone for DirStore {
+    /// A store on the same root, holding no writes.
+    fn clone(&self) -> Self {
+        DirStore::new(self.root.clone())
+    }
 }
 
 impl DirStore {
     /// A store rooted at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        DirStore { root: root.into() }
+        DirStore {
+            root: root.into(),
+            batching: false,
+            held: BTreeMap::new(),
+        }
     }
 
     /// The root directory.
@@ -209,6 +274,87 @@ impl DirStore {
     fn resolve(&self, path: &str) -> Result<PathBuf, StoreError> {
         check_relative(path)?;
         Ok(self.root.join(path))
+    }
+
+    /// Writes `data` to a fresh temporary file beside `full` with the given
+    /// permissions (or, for `None`, the target's, or 0644 for a new file).
+    /// Returns the file and whether the target exists.
+    fn write_temp(
+        full: &Path,
+        data: &[u8],
+        permissions: Option<fs::Permissions>,
+    ) -> Result<(tempfile::NamedTempFile, bool), StoreError> {
+        let parent = full.parent().ok_or(StoreError::PathEscape)?;
+        fs::create_dir_all(parent)?;
+        let existing = match fs::metadata(full) {
+            Ok(m) if m.is_dir() => return Err(StoreError::NotAFile),
+            Ok(m) => Some(m.permissions()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        let existed = existing.is_some();
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".patch-")
+            .suffix(".tmp")
+            .tempfile_in(parent)
+            .map_err(StoreError::Io)?;
+        tmp.write_all(data).map_err(StoreError::Io)?;
+        match permissions.or(existing) {
+            Some(p) => fs::set_permissions(tmp.path(), p).map_err(StoreError::Io)?,
+            None => set_default_permissions(tmp.path())?,
+        }
+        Ok((tmp, existed))
+    }
+
+    /// Commits the held writes: syncs their temporary files together, then
+    /// renames each into place, then syncs each distinct folder once. A
+    /// write not yet renamed when an error occurs stays held.
+    fn commit_held(&mut self) -> Result<(), FlushError> {
+        let held: Vec<(&String, &HeldWrite)> = self.held.iter().collect();
+        let files: Vec<&fs::File> = held.iter().map(|(_, w)| w.temp.as_file()).collect();
+        if let Err((index, err)) = sync_all_parallel(&files) {
+            return Err(FlushError {
+                path: held[index].0.clone(),
+                source: StoreError::Io(err),
+            });
+        }
+        let mut folders = BTreeSet::new();
+        let mut result = Ok(());
+        while let Some((path, write)) = self.held.pop_first() {
+            let HeldWrite {
+                full,
+                temp,
+                existed,
+            } = write;
+            match temp.persist(&full) {
+                Ok(_) => {
+                    if let Some(parent) = full.parent() {
+                        folders.insert(parent.to_path_buf());
+                    }
+                }
+                Err(e) => {
+                    let source = StoreError::Io(e.error);
+                    self.held.insert(
+                        path.clone(),
+                        HeldWrite {
+                            full,
+                            temp: e.file,
+                            existed,
+                        },
+                    );
+                    result = Err(FlushError { path, source });
+                    break;
+                }
+            }
+        }
+        // Best effort, as for a single write; the folders are synced
+        // together too.
+        let folders: Vec<fs::File> = folders
+            .iter()
+            .filter_map(|folder| fs::File::open(folder).ok())
+            .collect();
+        let _ = sync_all_parallel(&folders.iter().collect::<Vec<_>>());
+        result
     }
 
     fn prune_empty_parents(&self, file: &Path) {
@@ -225,6 +371,9 @@ impl DirStore {
 impl FileStore for DirStore {
     fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
         let full = self.resolve(path)?;
+        if let Some(held) = self.held.get(path) {
+            return Ok(fs::read(held.temp.path())?);
+        }
         if fs::metadata(&full)?.is_dir() {
             return Err(StoreError::NotAFile);
         }
@@ -233,6 +382,9 @@ impl FileStore for DirStore {
 
     fn exists(&self, path: &str) -> Result<bool, StoreError> {
         let full = self.resolve(path)?;
+        if self.held.contains_key(path) {
+            return Ok(true);
+        }
         match fs::symlink_metadata(full) {
             Ok(_) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -242,32 +394,53 @@ impl FileStore for DirStore {
 
     fn write(&mut self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         let full = self.resolve(path)?;
-        let parent = full.parent().ok_or(StoreError::PathEscape)?;
-        fs::create_dir_all(parent)?;
-        let permissions = match fs::metadata(&full) {
-            Ok(m) if m.is_dir() => return Err(StoreError::NotAFile),
-            Ok(m) => Some(m.permissions()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e.into()),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".patch-")
-            .suffix(".tmp")
-            .tempfile_in(parent)
-            .map_err(StoreError::Io)?;
-        tmp.write_all(data).map_err(StoreError::Io)?;
-        match permissions {
-            Some(p) => fs::set_permissions(tmp.path(), p).map_err(StoreError::Io)?,
-            None => set_default_permissions(tmp.path())?,
+        let mut permissions = None;
+        let mut existed = None;
+        if let Some(held) = self.held.remove(path) {
+            // Writing a held path again is a rollback putting back what was
+            // there; when the file on disk still is exactly that, dropping
+            // the held write is all it takes.
+            if held.existed && fs::read(&held.full).is_ok_and(|on_disk| on_disk == data) {
+                return Ok(());
+            }
+            permissions = Some(fs::metadata(held.temp.path())?.permissions());
+            existed = Some(held.existed);
         }
-        tmp.as_file().sync_all().map_err(StoreError::Io)?;
-        tmp.persist(&full).map_err(|e| StoreError::Io(e.error))?;
-        sync_dir(parent);
+        if !self.batching {
+            let (tmp, _) = Self::write_temp(&full, data, permissions)?;
+            tmp.as_file().sync_all().map_err(StoreError::Io)?;
+            tmp.persist(&full).map_err(|e| StoreError::Io(e.error))?;
+            if let Some(parent) = full.parent() {
+                sync_dir(parent);
+            }
+            return Ok(());
+        }
+        if self.held.len() >= MAX_HELD_WRITES {
+            self.commit_held().map_err(|e| e.source)?;
+        }
+        let (temp, exists_now) = Self::write_temp(&full, data, permissions)?;
+        self.held.insert(
+            path.to_owned(),
+            HeldWrite {
+                full,
+                temp,
+                existed: existed.unwrap_or(exists_now),
+            },
+        );
         Ok(())
     }
 
     fn remove(&mut self, path: &str) -> Result<(), StoreError> {
         let full = self.resolve(path)?;
+        if let Some(held) = self.held.remove(path)
+            && !held.existed
+        {
+            // A file the batch created and never committed: dropping the
+            // write removes it; the folders made for it go too.
+            drop(held);
+            self.prune_empty_parents(&full);
+            return Ok(());
+        }
         if fs::symlink_metadata(&full)?.is_dir() {
             return Err(StoreError::NotAFile);
         }
@@ -282,6 +455,10 @@ impl FileStore for DirStore {
     fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
         let src = self.resolve(from)?;
         let dst = self.resolve(to)?;
+        if self.held.contains_key(from) || self.held.contains_key(to) {
+            // Only a rollback moves a file the batch wrote: commit first.
+            self.commit_held().map_err(|e| e.source)?;
+        }
         if fs::symlink_metadata(&src)?.is_dir() {
             return Err(StoreError::NotAFile);
         }
@@ -301,13 +478,29 @@ impl FileStore for DirStore {
 
     fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
         let full = self.resolve(path)?;
-        let meta = fs::metadata(full)?;
+        let meta = match self.held.get(path) {
+            Some(held) => fs::metadata(held.temp.path())?,
+            None => fs::metadata(full)?,
+        };
         Ok(permission_bits(&meta))
     }
 
     fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
         let full = self.resolve(path)?;
-        set_permission_bits(&full, mode)
+        match self.held.get(path) {
+            // The mode arrives with the content, in the same rename.
+            Some(held) => set_permission_bits(held.temp.path(), mode),
+            None => set_permission_bits(&full, mode),
+        }
+    }
+
+    fn begin_batch(&mut self) {
+        self.batching = true;
+    }
+
+    fn flush(&mut self) -> Result<(), FlushError> {
+        self.batching = false;
+        self.commit_held()
     }
 }
 
@@ -343,6 +536,54 @@ fn set_default_permissions(path: &Path) -> Result<(), StoreError> {
 #[cfg(not(unix))]
 fn set_default_permissions(_path: &Path) -> Result<(), StoreError> {
     Ok(())
+}
+
+/// Most threads one batch syncs with. Each thread mostly waits in the
+/// kernel for the disk, so more threads than cores pay off: the file
+/// system folds concurrent syncs into one journal commit and one flush of
+/// the device's cache.
+const MAX_SYNC_THREADS: usize = 16;
+
+/// Flushes every file to disk (`fsync`), several at once; returns the
+/// index and error of a file that failed.
+///
+/// `fsync` rather than `fdatasync`: these files were just written whole,
+/// so their size changed and `fdatasync` would flush the inode as well.
+/// `sync_file_range` flushes neither the inode nor the device's cache, so
+/// it makes nothing durable. Hand-written rather than taken from a crate:
+/// it is a scoped-thread loop over a shared index, and this crate keeps its
+/// dependencies to a minimum.
+pub fn sync_all_parallel(files: &[&fs::File]) -> Result<(), (usize, io::Error)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    if files.len() <= 1 {
+        return files
+            .first()
+            .map_or(Ok(()), |file| file.sync_all().map_err(|err| (0, err)));
+    }
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<(usize, io::Error)>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..files.len().min(MAX_SYNC_THREADS) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(index) else {
+                        break;
+                    };
+                    if let Err(err) = file.sync_all() {
+                        let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                        failed.get_or_insert((index, err));
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(failure) => Err(failure),
+        None => Ok(()),
+    }
 }
 
 /// Best-effort sync of a directory so a rename in it is durable.

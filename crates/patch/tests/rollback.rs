@@ -8,7 +8,9 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use agent_tools_patch::{DirStore, ErrorKind, FileStore, PatchError, StoreError, apply, parse};
+use agent_tools_patch::{
+    DirStore, ErrorKind, FileStore, FlushError, PatchError, StoreError, apply, parse,
+};
 
 const PATCH: &str = "\
 diff --git a/created/deep/new.txt b/created/deep/new.txt
@@ -153,12 +155,17 @@ fn late_hunk_failure_while_staging_changes_nothing() {
 }
 
 /// Wraps a store; the `fail_at`-th mutating call (1-based) fails, and with
-/// `keep_failing` every later one does too (so the rollback fails).
+/// `keep_failing` every later one does too (so the rollback fails). With
+/// `batched`, batches reach the inner store and each flush is a call that
+/// can fail (before the inner store commits its held writes); without, the
+/// wrapper keeps the default (no batch), so the inner store writes each file
+/// as it is asked to.
 struct Flaky<S> {
     inner: S,
     calls: usize,
     fail_at: usize,
     keep_failing: bool,
+    batched: bool,
 }
 
 impl<S> Flaky<S> {
@@ -200,10 +207,36 @@ impl<S: FileStore> FileStore for Flaky<S> {
         self.tick()?;
         self.inner.set_mode(path, mode)
     }
+    fn begin_batch(&mut self) {
+        if self.batched {
+            self.inner.begin_batch();
+        }
+    }
+    fn flush(&mut self) -> Result<(), FlushError> {
+        if !self.batched {
+            return Ok(());
+        }
+        self.tick().map_err(|source| FlushError {
+            path: "(flush)".to_owned(),
+            source,
+        })?;
+        self.inner.flush()
+    }
 }
 
 #[test]
 fn failure_at_every_commit_step_rolls_everything_back() {
+    every_commit_step_fails_in_turn(true);
+}
+
+#[test]
+fn failure_at_every_step_rolls_back_without_a_batch_too() {
+    every_commit_step_fails_in_turn(false);
+}
+
+/// Fails each mutating call of a commit in turn (the flush included when
+/// `batched`) and checks the tree is left exactly as it was.
+fn every_commit_step_fails_in_turn(batched: bool) {
     let patch = parse(PATCH).unwrap();
     // Count the mutating calls of a successful apply.
     let dir = setup("alpha\nbeta\n");
@@ -212,8 +245,18 @@ fn failure_at_every_commit_step_rolls_everything_back() {
         calls: 0,
         fail_at: 0,
         keep_failing: false,
+        batched,
     };
     apply(&patch, &mut counting).unwrap();
+    // Whichever way it was committed, the result is whole.
+    assert_eq!(
+        fs::read_to_string(dir.path().join("last.txt")).unwrap(),
+        "alpha\nBETA\n"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("created/deep/new.txt")).unwrap(),
+        "fresh\nfile\n"
+    );
     let steps = counting.calls;
     assert!(
         steps >= 7,
@@ -228,6 +271,7 @@ fn failure_at_every_commit_step_rolls_everything_back() {
             calls: 0,
             fail_at,
             keep_failing: false,
+            batched,
         };
         let err = apply(&patch, &mut store).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Io, "step {fail_at}: {err}");
@@ -259,6 +303,7 @@ fn failure_at_every_commit_step_rolls_back_in_memory_too() {
             calls: 0,
             fail_at,
             keep_failing: false,
+            batched: true,
         };
         let result = apply(&patch, &mut store);
         if fail_at <= 8 {
@@ -277,6 +322,7 @@ fn a_failing_rollback_is_reported() {
         calls: 0,
         fail_at: 4,
         keep_failing: true,
+        batched: true,
     };
     let err = apply(&patch, &mut store).unwrap_err();
     assert!(matches!(err, PatchError::RollbackFailed { .. }), "{err:?}");

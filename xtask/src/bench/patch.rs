@@ -234,8 +234,9 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
     }
     table.note(format!(
         "{runs} timed runs of the whole corpus; `before/` is copied to a fresh folder \
-         and synced to disk (untimed) for every apply. Ours is in-process and writes each file atomically and \
-         durably (temporary file, fsync, rename, fsync of the folder).{}{}",
+         and synced to disk (untimed) for every apply. Ours is in-process and writes every file atomically and \
+         durably, in one batch: a temporary file per file, all fsynced together, renamed, \
+         then each folder fsynced once.{}{}",
         if ctx.git {
             " `git apply` is a process per case (spawn included) and does not fsync."
         } else {

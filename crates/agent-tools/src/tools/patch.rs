@@ -1,15 +1,16 @@
 //! `apply_patch`: the patch engine working through the confined workspace.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_fs::{Expected, FileStamp};
+use agent_tools_fs::{Expected, FileStamp, StagedWrite};
 use agent_tools_patch::{
-    ErrorKind as PatchErrorKind, FileStore, Operation, Patch, PatchError, StoreError,
+    ErrorKind as PatchErrorKind, FileStore, FlushError, MAX_HELD_WRITES, Operation, Patch,
+    PatchError, StoreError,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -117,6 +118,8 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
         workspace,
         max_file_bytes: services.config.max_file_bytes(),
         stamps: RefCell::default(),
+        batching: false,
+        held: BTreeMap::new(),
     };
     let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
     Ok(summarize(&patch, &report.to_string()))
@@ -173,10 +176,17 @@ fn patch_error(err: &PatchError) -> ToolError {
 /// checks the file is still that one: a change by another program between
 /// staging and committing fails the patch (and rolls it back) instead of
 /// being overwritten.
+///
+/// In a batch (the applier's commit), writes are staged to temporary files
+/// and held; the flush syncs them together, checks and renames each, then
+/// syncs each folder once.
 struct ConfinedStore<'a> {
     workspace: &'a Workspace,
     max_file_bytes: u64,
     stamps: RefCell<HashMap<String, FileStamp>>,
+    batching: bool,
+    /// Staged writes not yet committed, by the path the applier names.
+    held: BTreeMap<String, StagedWrite>,
 }
 
 impl ConfinedStore<'_> {
@@ -194,6 +204,59 @@ impl ConfinedStore<'_> {
             }
             parent = dir.parent();
         }
+    }
+
+    /// Drops the held write of `path`, if any, and expects again what is on
+    /// disk. Returns the dropped write.
+    fn release(&mut self, path: &str) -> Option<StagedWrite> {
+        let held = self.held.remove(path)?;
+        let mut stamps = self.stamps.borrow_mut();
+        match held.expected() {
+            Expected::Same(seen) => stamps.insert(path.to_owned(), seen),
+            Expected::Absent => stamps.remove(path),
+        };
+        Some(held)
+    }
+
+    /// Whether the file at `path` is still the one `held` expected and holds
+    /// exactly `data`.
+    fn on_disk_is(&self, held: &StagedWrite, data: &[u8]) -> bool {
+        let Expected::Same(seen) = held.expected() else {
+            return false;
+        };
+        let Ok((mut file, meta)) = agent_tools_fs::open_regular(self.workspace, held.path()) else {
+            return false;
+        };
+        if FileStamp::of_std(&meta) != seen || meta.len() != data.len() as u64 {
+            return false;
+        }
+        let mut on_disk = Vec::with_capacity(data.len());
+        file.read_to_end(&mut on_disk).is_ok() && on_disk == data
+    }
+
+    /// Commits the held writes (see [`agent_tools_fs::commit_staged`]);
+    /// those not committed stay held.
+    fn commit_held(&mut self) -> Result<(), FlushError> {
+        let (paths, mut batch): (Vec<String>, Vec<StagedWrite>) =
+            std::mem::take(&mut self.held).into_iter().unzip();
+        let result = agent_tools_fs::commit_staged(&mut batch);
+        let failed_at = batch.last().map(|w| w.path().clone());
+        for staged in batch {
+            if let Some(path) = paths.iter().find(|p| {
+                self.workspace
+                    .resolve(p)
+                    .is_ok_and(|resolved| &resolved == staged.path())
+            }) {
+                self.held.insert(path.clone(), staged);
+            }
+        }
+        result.map_err(|err| FlushError {
+            path: failed_at
+                .map(|p| p.display().to_string())
+                .or_else(|| paths.first().cloned())
+                .unwrap_or_default(),
+            source: store_error(err),
+        })
     }
 
     fn create_parents(&self, path: &ConfinedPath) -> Result<(), StoreError> {
@@ -227,6 +290,9 @@ fn store_error(err: ToolError) -> StoreError {
 
 impl FileStore for ConfinedStore<'_> {
     fn read(&self, path: &str) -> Result<Vec<u8>, StoreError> {
+        if let Some(held) = self.held.get(path) {
+            return held.read().map_err(StoreError::from);
+        }
         let resolved = self.resolve(path)?;
         // Opened without blocking, and refused unless a regular file,
         // before a byte is read; then read at most one byte past the limit,
@@ -267,6 +333,9 @@ impl FileStore for ConfinedStore<'_> {
     }
 
     fn exists(&self, path: &str) -> Result<bool, StoreError> {
+        if self.held.contains_key(path) {
+            return Ok(true);
+        }
         let path = self.resolve(path)?;
         match self.workspace.symlink_metadata(&path) {
             Ok(_) => Ok(true),
@@ -277,6 +346,14 @@ impl FileStore for ConfinedStore<'_> {
 
     fn write(&mut self, path: &str, data: &[u8]) -> Result<(), StoreError> {
         let resolved = self.resolve(path)?;
+        // Writing a held path again is a rollback putting back what was
+        // there; when the file on disk still is exactly that, dropping the
+        // held write is all it takes.
+        if let Some(held) = self.release(path)
+            && self.on_disk_is(&held, data)
+        {
+            return Ok(());
+        }
         self.create_parents(&resolved)?;
         // A path the store never read (nor wrote) is being created.
         let expected = self
@@ -284,14 +361,35 @@ impl FileStore for ConfinedStore<'_> {
             .borrow()
             .get(path)
             .map_or(Expected::Absent, |seen| Expected::Same(*seen));
-        let written = agent_tools_fs::write_atomic(self.workspace, &resolved, data, expected)
+        if !self.batching {
+            let written = agent_tools_fs::write_atomic(self.workspace, &resolved, data, expected)
+                .map_err(store_error)?;
+            self.stamps.borrow_mut().insert(path.to_owned(), written);
+            return Ok(());
+        }
+        if self.held.len() >= MAX_HELD_WRITES {
+            self.commit_held().map_err(|failed| failed.source)?;
+        }
+        let staged = agent_tools_fs::stage_replace(self.workspace, &resolved, data, expected)
             .map_err(store_error)?;
-        self.stamps.borrow_mut().insert(path.to_owned(), written);
+        self.stamps
+            .borrow_mut()
+            .insert(path.to_owned(), staged.stamp());
+        self.held.insert(path.to_owned(), staged);
         Ok(())
     }
 
     fn remove(&mut self, path: &str) -> Result<(), StoreError> {
         let resolved = self.resolve(path)?;
+        if let Some(held) = self.release(path)
+            && held.expected() == Expected::Absent
+        {
+            // A file the batch created and never committed: dropping the
+            // write removes it; the folders made for it go too.
+            drop(held);
+            self.prune_empty_parents(&resolved);
+            return Ok(());
+        }
         let seen = self.stamps.borrow_mut().remove(path);
         agent_tools_fs::remove_seen(self.workspace, &resolved, seen).map_err(store_error)?;
         self.prune_empty_parents(&resolved);
@@ -299,6 +397,10 @@ impl FileStore for ConfinedStore<'_> {
     }
 
     fn rename(&mut self, from: &str, to: &str) -> Result<(), StoreError> {
+        if self.held.contains_key(from) || self.held.contains_key(to) {
+            // Only a rollback moves a file the batch wrote: commit first.
+            self.commit_held().map_err(|failed| failed.source)?;
+        }
         let from_path = self.resolve(from)?;
         let to_path = self.resolve(to)?;
         self.create_parents(&to_path)?;
@@ -316,6 +418,9 @@ impl FileStore for ConfinedStore<'_> {
 
     fn mode(&self, path: &str) -> Result<Option<u32>, StoreError> {
         use cap_std::fs::PermissionsExt;
+        if let Some(held) = self.held.get(path) {
+            return Ok(Some(held.mode().map_err(StoreError::from)?));
+        }
         let path = self.resolve(path)?;
         let meta = self.workspace.metadata(&path).map_err(store_error)?;
         Ok(Some(meta.permissions().mode() & 0o7777))
@@ -323,11 +428,24 @@ impl FileStore for ConfinedStore<'_> {
 
     fn set_mode(&mut self, path: &str, mode: u32) -> Result<(), StoreError> {
         use cap_std::fs::PermissionsExt;
+        if let Some(held) = self.held.get(path) {
+            // The mode arrives with the content, in the same rename.
+            return held.set_mode(mode).map_err(StoreError::from);
+        }
         let path = self.resolve(path)?;
         let rel: &Path = path.rel();
         self.workspace
             .base_dir()
             .set_permissions(rel, cap_std::fs::Permissions::from_mode(mode & 0o7777))
             .map_err(|err| store_error(self.workspace.io_error(&err, &path)))
+    }
+
+    fn begin_batch(&mut self) {
+        self.batching = true;
+    }
+
+    fn flush(&mut self) -> Result<(), FlushError> {
+        self.batching = false;
+        self.commit_held()
     }
 }
