@@ -123,7 +123,10 @@ impl ToolSet for AgentTools {
 
 /// Every surface the server can serve, the default (`agent-tools`) first.
 pub fn surfaces() -> Vec<SurfaceChoice> {
-    vec![SurfaceChoice::of::<agent_tools::DefaultSurface>()]
+    vec![
+        SurfaceChoice::of::<agent_tools::DefaultSurface>(),
+        SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
+    ]
 }
 
 /// The surface called `name`; when there is none, an error naming the
