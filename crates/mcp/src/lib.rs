@@ -479,10 +479,12 @@ mod tests {
             surface(agent_tools::DEFAULT_SURFACE).unwrap().name(),
             "agent-tools"
         );
+        assert_eq!(surface("codex").unwrap().name(), "codex");
         let err = surface("nope").unwrap_err();
-        assert_eq!(err.known, ["agent-tools"]);
+        assert_eq!(err.known, ["agent-tools", "codex"]);
         assert!(
-            err.to_string().contains("known surfaces are: agent-tools"),
+            err.to_string()
+                .contains("known surfaces are: agent-tools, codex"),
             "{err}"
         );
     }
