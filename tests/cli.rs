@@ -106,6 +106,14 @@ fn surfaces_lists_each_surface_with_what_it_is_for() {
         text.lines().all(|line| line.split('\t').count() == 2),
         "{text}"
     );
+    let codex = text
+        .lines()
+        .find_map(|line| line.strip_prefix("codex\t"))
+        .unwrap_or_else(|| panic!("codex is not listed: {text}"));
+    assert!(
+        codex.contains("apply_patch") && codex.contains("shell"),
+        "{codex}"
+    );
 }
 
 #[test]

@@ -69,7 +69,9 @@ pub use result::{
 };
 pub use services::Services;
 pub use surface::{Failure, Stage, Surface, offered_specs};
-pub use tools::{DEFAULT_SURFACE, DefaultSurface};
+pub use tools::{
+    CommandLine, DEFAULT_SURFACE, DefaultSurface, SPILL_DIR, apply_patch_text, run_command,
+};
 
 #[cfg(test)]
 mod tests;

@@ -11,3 +11,10 @@ pub struct Services {
     pub(crate) config: Config,
     pub(crate) files: FileTools,
 }
+
+impl Services {
+    /// The frozen configuration the tools run under.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}

@@ -169,6 +169,7 @@ impl Launcher {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunRequest {
     command: String,
+    argv: Option<Vec<String>>,
     cwd: PathBuf,
     spill_dir: PathBuf,
     spill_display_dir: Option<PathBuf>,
@@ -199,6 +200,7 @@ impl RunRequest {
         }
         Ok(RunRequest {
             command,
+            argv: None,
             cwd: cwd.into(),
             spill_dir: spill_dir.into(),
             spill_display_dir: None,
@@ -207,6 +209,34 @@ impl RunRequest {
             spill_opener: None,
             launcher: None,
         })
+    }
+
+    /// A request to run the program `argv[0]` with the arguments `argv[1..]`
+    /// directly (no shell between: every element reaches the program as
+    /// it is, spaces and quotes included). The program is looked up in
+    /// `PATH` when it has no `/`. Everything else is as for [`new`](Self::new):
+    /// the launcher, the timeout, the limits and the spill files.
+    ///
+    /// Fails with `invalid_input` if `argv` is empty or an element contains
+    /// a NUL byte, which no program argument can carry.
+    pub fn argv(
+        argv: Vec<String>,
+        cwd: impl Into<PathBuf>,
+        spill_dir: impl Into<PathBuf>,
+    ) -> ToolResult<Self> {
+        if argv.is_empty() {
+            return Err(ToolError::invalid_input(
+                "command is empty: give the program and its arguments, e.g. [\"ls\", \"-l\"]",
+            ));
+        }
+        if let Some(at) = argv.iter().position(|arg| arg.contains('\0')) {
+            return Err(ToolError::invalid_input(format!(
+                "command element {at} contains a NUL byte"
+            )));
+        }
+        let mut request = RunRequest::new(argv.join(" "), cwd, spill_dir)?;
+        request.argv = Some(argv);
+        Ok(request)
     }
 
     /// Sets the timeout. A zero duration is raised to one millisecond; use
@@ -255,9 +285,30 @@ impl RunRequest {
         self.launcher.as_ref()
     }
 
-    /// The shell command.
+    /// The shell command (for an [`argv`](Self::argv) request, its elements
+    /// joined by spaces, for messages only).
     pub fn command(&self) -> &str {
         &self.command
+    }
+
+    /// The program and its arguments, when the request runs them without a
+    /// shell.
+    pub fn argv_elements(&self) -> Option<&[String]> {
+        self.argv.as_deref()
+    }
+
+    /// What is started after the launcher (if any): `/bin/sh -c COMMAND`, or
+    /// the argv as given.
+    pub(crate) fn program_and_args(&self) -> (&str, Vec<&str>) {
+        match &self.argv {
+            Some(argv) => {
+                let (program, args) = argv
+                    .split_first()
+                    .map_or(("", &[][..]), |(p, a)| (p.as_str(), a));
+                (program, args.iter().map(String::as_str).collect())
+            }
+            None => (crate::runner::SHELL, vec!["-c", self.command.as_str()]),
+        }
     }
 
     /// The working directory.
@@ -320,6 +371,27 @@ mod tests {
     fn nul_in_command_is_rejected() {
         let err = RunRequest::new("echo a\0b", "/", "/tmp").unwrap_err();
         assert_eq!(err.code(), agent_tools_error::ErrorCode::InvalidInput);
+    }
+
+    #[test]
+    fn argv_requests_refuse_empty_and_nul() {
+        let err = RunRequest::argv(vec![], "/", "/tmp").unwrap_err();
+        assert_eq!(err.code(), agent_tools_error::ErrorCode::InvalidInput);
+        assert!(err.message().contains("empty"), "{}", err.message());
+        let err = RunRequest::argv(vec!["echo".into(), "a\0b".into()], "/", "/tmp").unwrap_err();
+        assert_eq!(err.code(), agent_tools_error::ErrorCode::InvalidInput);
+        assert!(err.message().contains("element 1"), "{}", err.message());
+    }
+
+    #[test]
+    fn argv_requests_start_the_program_itself() {
+        let req =
+            RunRequest::argv(vec!["ls".into(), "-l".into(), "a b".into()], "/", "/tmp").unwrap();
+        assert_eq!(req.program_and_args(), ("ls", vec!["-l", "a b"]));
+        assert_eq!(req.argv_elements().map(<[String]>::len), Some(3));
+        let shell = RunRequest::new("echo hi", "/", "/tmp").unwrap();
+        assert_eq!(shell.program_and_args(), ("/bin/sh", vec!["-c", "echo hi"]));
+        assert_eq!(shell.argv_elements(), None);
     }
 
     #[test]

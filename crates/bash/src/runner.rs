@@ -106,6 +106,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
     let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
+    let (program, args) = req.program_and_args();
     let mut command = match req.launcher() {
         Some(launcher) => {
             let mut command = Command::new(launcher.program());
@@ -114,14 +115,13 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
                 .arg(crate::launcher::PARENT_PID_ARG)
                 .arg(std::process::id().to_string())
                 .arg("--")
-                .arg(SHELL);
+                .arg(program);
             command
         }
-        None => Command::new(SHELL),
+        None => Command::new(program),
     };
     let mut child = command
-        .arg("-c")
-        .arg(req.command())
+        .args(args)
         .current_dir(req.cwd())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -129,7 +129,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         .process_group(0)
         .spawn()
         .map_err(|err| {
-            ToolError::new(ErrorCode::IoError, format!("cannot start {SHELL}: {err}"))
+            ToolError::new(ErrorCode::IoError, format!("cannot start {program}: {err}"))
         })?;
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let stdout = child.stdout.take();

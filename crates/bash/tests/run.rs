@@ -506,3 +506,58 @@ fn cancellation_escalates_quickly() {
         .unwrap();
     assert!(group_gone(pgid, Duration::from_secs(1)));
 }
+
+fn argv_req(ws: &Ws, argv: &[&str]) -> RunRequest {
+    RunRequest::argv(
+        argv.iter().map(|a| (*a).to_owned()).collect(),
+        ws.root(),
+        ws.spill_dir(),
+    )
+    .unwrap()
+    .with_timeout(Duration::from_secs(20))
+}
+
+#[test]
+fn argv_elements_reach_the_program_verbatim() {
+    let ws = Ws::new();
+    // No shell in between: `$HOME`, quotes, `;` and spaces stay literal.
+    let outcome = run_req(&argv_req(
+        &ws,
+        &["printf", "[%s]\n", "a b", "$HOME", "'q'", "x;y", ""],
+    ))
+    .unwrap();
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(outcome.stdout, "[a b]\n[$HOME]\n['q']\n[x;y]\n[]\n");
+}
+
+#[test]
+fn argv_runs_a_shell_when_asked_and_reports_its_exit() {
+    let ws = Ws::new();
+    fs::write(ws.root().join("here.txt"), "x").unwrap();
+    let outcome = run_req(&argv_req(&ws, &["sh", "-c", "ls; echo oops >&2; exit 3"])).unwrap();
+    assert_eq!(outcome.exit_code, Some(3));
+    assert_eq!(outcome.stdout, "here.txt\n");
+    assert_eq!(outcome.stderr, "oops\n");
+}
+
+#[test]
+fn argv_with_a_missing_program_is_an_io_error_naming_it() {
+    let ws = Ws::new();
+    let err = run_req(&argv_req(&ws, &["no-such-program-here-7"])).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError);
+    assert!(
+        err.message()
+            .contains("cannot start no-such-program-here-7"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn argv_timeout_kills_the_program() {
+    let ws = Ws::new();
+    let req = argv_req(&ws, &["sleep", "30"]).with_timeout(Duration::from_millis(200));
+    let err = run_req(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Timeout);
+    assert_eq!(field(&err, "timed_out"), &Value::Bool(true));
+}

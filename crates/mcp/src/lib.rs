@@ -123,7 +123,10 @@ impl ToolSet for AgentTools {
 
 /// Every surface the server can serve, the default (`agent-tools`) first.
 pub fn surfaces() -> Vec<SurfaceChoice> {
-    vec![SurfaceChoice::of::<agent_tools::DefaultSurface>()]
+    vec![
+        SurfaceChoice::of::<agent_tools::DefaultSurface>(),
+        SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
+    ]
 }
 
 /// The surface called `name`; when there is none, an error naming the
@@ -476,10 +479,12 @@ mod tests {
             surface(agent_tools::DEFAULT_SURFACE).unwrap().name(),
             "agent-tools"
         );
+        assert_eq!(surface("codex").unwrap().name(), "codex");
         let err = surface("nope").unwrap_err();
-        assert_eq!(err.known, ["agent-tools"]);
+        assert_eq!(err.known, ["agent-tools", "codex"]);
         assert!(
-            err.to_string().contains("known surfaces are: agent-tools"),
+            err.to_string()
+                .contains("known surfaces are: agent-tools, codex"),
             "{err}"
         );
     }

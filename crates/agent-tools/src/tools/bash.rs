@@ -55,12 +55,61 @@ pub(crate) fn bash_tool() -> ToolDef {
 /// with output_limit; everything past the inline budget also goes to disk.
 const HARD_CEILING_PER_STREAM: u64 = 256 * 1024 * 1024;
 
-fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<String> {
+/// What to run: a shell command line, or a program and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandLine {
+    /// Run with `sh -c`.
+    Shell(String),
+    /// Run directly: the program (looked up in `PATH` when it has no `/`)
+    /// and its arguments, each passed as it is.
+    Argv(Vec<String>),
+}
+
+/// Runs `command` the way the default surface's `bash` tool does: in `cwd`
+/// (the root when `None`; confined, `cwd_hint` names the argument in
+/// errors), through the configured launcher, with the timeout clamped to
+/// the server's maximum, stdout and stderr sharing `inline_budget` bytes
+/// and the rest spilled under [`SPILL_DIR`], cancelled with the call.
+///
+/// The outcome is the runner's; a timeout or passed output ceiling is the
+/// runner's error carrying the partial output in its fields, and a
+/// cancellation the runner's cancelled error (see
+/// [`agent_tools_bash::is_cancelled`]).
+pub fn run_command(
+    services: &Services,
+    command: CommandLine,
+    cwd: Option<&str>,
+    cwd_hint: &str,
+    timeout_ms: Option<u64>,
+    inline_budget: usize,
+    call: &CallContext,
+) -> ToolResult<agent_tools_bash::RunOutcome> {
     let workspace = services.files.workspace();
-    let cwd = workspace.resolve_dir(args.cwd.as_deref(), "cwd must be a directory")?;
-    // The spill folder goes through confinement like any path: a planted
-    // `.agent-tools` symlink must not make the tool write outside the root.
-    let spill = workspace.resolve(SPILL_DIR).map_err(|err| {
+    let cwd = workspace.resolve_dir(cwd, cwd_hint)?;
+    let spill = spill_folder(workspace)?;
+    let config = &services.config;
+    let timeout = agent_tools_bash::clamp_timeout(timeout_ms, config.bash_timeout_max_ms());
+    let ceiling = NonZeroU64::new(HARD_CEILING_PER_STREAM).unwrap_or(NonZeroU64::MIN);
+    sweep_spill_folder(workspace, &spill);
+    let request = match command {
+        CommandLine::Shell(line) => RunRequest::new(line, cwd.abs().to_path_buf(), spill.abs())?,
+        CommandLine::Argv(argv) => RunRequest::argv(argv, cwd.abs().to_path_buf(), spill.abs())?,
+    };
+    let mut request = request
+        .with_timeout(timeout)
+        .with_limits(OutputLimits::new(inline_budget, ceiling))
+        .with_spill_display_dir(SPILL_DIR)
+        .with_spill_opener(confined_spill_opener(workspace, &spill)?);
+    if let Some(launcher) = config.bash_launcher() {
+        request = request.with_launcher(launcher.clone());
+    }
+    agent_tools_bash::run(&request, call.cancel.flag())
+}
+
+/// The spill folder, through confinement like any path: a planted
+/// `.agent-tools` symlink must not make the tool write outside the root.
+fn spill_folder(workspace: &Workspace) -> ToolResult<ConfinedPath> {
+    workspace.resolve(SPILL_DIR).map_err(|err| {
         if err.code() == ErrorCode::PathEscape {
             ToolError::new(
                 ErrorCode::PathEscape,
@@ -72,27 +121,31 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
         } else {
             err
         }
-    })?;
-    let config = &services.config;
-    let max_output = config.max_output_bytes();
-    let timeout = agent_tools_bash::clamp_timeout(args.timeout_ms, config.bash_timeout_max_ms());
-    let ceiling = NonZeroU64::new(HARD_CEILING_PER_STREAM).unwrap_or(NonZeroU64::MIN);
+    })
+}
+
+fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<String> {
+    let workspace = services.files.workspace();
+    // Resolved before the run: what the command does to the folder later
+    // cannot redirect the facade's own spill files.
+    let spill = spill_folder(workspace)?;
+    let max_output = services.config.max_output_bytes();
     // Leave room for the JSON around the two streams inside the output cap.
     let inline_budget = max_output.saturating_sub(512).max(256);
-    sweep_spill_folder(workspace, &spill);
-    let mut request = RunRequest::new(args.command, cwd.abs().to_path_buf(), spill.abs())?
-        .with_timeout(timeout)
-        .with_limits(OutputLimits::new(inline_budget, ceiling))
-        .with_spill_display_dir(SPILL_DIR)
-        .with_spill_opener(confined_spill_opener(workspace, &spill)?);
-    if let Some(launcher) = config.bash_launcher() {
-        request = request.with_launcher(launcher.clone());
-    }
+    let result = run_command(
+        services,
+        CommandLine::Shell(args.command),
+        args.cwd.as_deref(),
+        "cwd must be a directory",
+        args.timeout_ms,
+        inline_budget,
+        call,
+    );
     let spiller = Spiller {
         workspace,
         dir: &spill,
     };
-    match agent_tools_bash::run(&request, call.cancel.flag()) {
+    match result {
         Ok(outcome) => {
             let Value::Object(mut object) = outcome.to_json() else {
                 return Err(ToolError::internal("a run outcome is not a JSON object"));

@@ -15,6 +15,9 @@ mod bash;
 mod files;
 mod patch;
 
+pub use bash::{CommandLine, SPILL_DIR, run_command};
+pub use patch::apply_patch_text;
+
 /// The default surface: `read_file`, `list_dir`, `glob`, `grep`,
 /// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`. Success
 /// is the tool's text (bash's a JSON object); every failure is one text item

@@ -50,6 +50,18 @@ pub(crate) fn apply_patch_tool() -> ToolDef {
 }
 
 fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
+    let (patch, report) = apply_patch_text(services, text)?;
+    Ok(summarize(&patch, &report.to_string()))
+}
+
+/// Applies `text` (a unified diff or a `*** Begin Patch` patch) to the
+/// workspace exactly as the default surface's `apply_patch` does: every
+/// path confined, all or nothing, locks held. Returns the parsed patch (its
+/// paths resolved) and the engine's report, for a surface to word.
+pub fn apply_patch_text(
+    services: &Services,
+    text: &str,
+) -> ToolResult<(Patch, agent_tools_patch::Report)> {
     let mut patch = agent_tools_patch::parse(text).map_err(|err| patch_error(&err))?;
     if patch.files.is_empty() {
         return Err(ToolError::invalid_input(
@@ -122,7 +134,7 @@ fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
         held: BTreeMap::new(),
     };
     let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
-    Ok(summarize(&patch, &report.to_string()))
+    Ok((patch, report))
 }
 
 /// `not_a_file` when `path` (already known to resolve inside the root)

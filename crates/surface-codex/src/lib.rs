@@ -1,0 +1,400 @@
+//! The `codex` surface: the two tools codex gives its models, `apply_patch`
+//! (the patch text in `input`) and `shell` (an argv in `command`), over the
+//! same engine as the default surface, answered in the shapes codex answers
+//! them (see SPEC section 10, "The codex surface").
+//!
+//! Both tools reuse the facade's own paths ([`agent_tools::apply_patch_text`]
+//! and [`agent_tools::run_command`]): confinement, all-or-nothing patches,
+//! the launcher, timeouts, spill files and cancellation are the default
+//! surface's, only the wording differs.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use agent_tools::{
+    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, ErrorCode, Failure, Hints,
+    Reply, Services, StartupError, Surface, ToolDef, ToolResult,
+};
+use agent_tools_patch::{Action, Report};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The surface's name, as `--surface` takes it.
+pub const CODEX_SURFACE: &str = "codex";
+
+/// The exit code a timed-out command reports, as codex reports it (the
+/// `timeout` utility's convention).
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+
+/// What a command killed by signal N reports as its exit code: 128 + N, the
+/// shell convention codex follows too.
+const SIGNAL_EXIT_BASE: i32 = 128;
+
+/// The codex surface: `apply_patch` and `shell`. Failures are plain text
+/// with `isError: true`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CodexSurface;
+
+const APPLY_PATCH: &str = "Edit files with a patch, all or nothing. `input` holds the patch: \
+`*** Begin Patch`, then one section per file (`*** Add File: PATH` followed by `+` lines; \
+`*** Delete File: PATH`; `*** Update File: PATH`, optionally `*** Move to: NEW_PATH`, followed by \
+chunks that start with `@@` (optionally `@@ line` to jump past a line such as a function header) \
+and list context lines with a leading space, removed lines with `-` and added lines with `+`), \
+then `*** End Patch`. A unified diff is accepted too. Paths are relative to the workspace root. \
+Chunks are found by their content, in file order; small whitespace and punctuation differences \
+are tolerated and reported. If any chunk fails, no file is changed and the answer names the file \
+and the lines that were not found. On success the answer lists the files: A added, M modified \
+(or moved, under its new path), D deleted.";
+
+const SHELL: &str = "Run a program in the workspace and return its combined output (stdout, then \
+stderr) with its exit code and run time as JSON: {\"output\": ..., \"metadata\": {\"exit_code\": N, \
+\"duration_seconds\": S}}. `command` is the argv, passed as it is with no shell in between: use \
+[\"bash\", \"-lc\", \"SCRIPT\"] for pipes, redirections or globs. `workdir` (inside the workspace; \
+the root when omitted) is where it runs. stdin is closed and the call waits for the program to \
+end. timeout_ms defaults to 120000 and is capped by the server; on timeout the program and its \
+children are killed and the output so far is returned with exit code 124. Output beyond the \
+budget is saved complete under .agent-tools/spill/ and the file is named at the end of the output.";
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ApplyPatchArgs {
+    /// The whole patch, from `*** Begin Patch` to `*** End Patch` (or a
+    /// unified diff).
+    input: String,
+}
+
+/// Arguments of `shell`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShellArgs {
+    /// The program and its arguments, e.g. ["bash", "-lc", "ls -la"].
+    #[schemars(length(min = 1))]
+    command: Vec<String>,
+    /// The directory to run in, inside the workspace; the root when omitted.
+    #[serde(default)]
+    workdir: Option<String>,
+    /// Maximum run time in milliseconds (default 120000); larger values
+    /// are capped at the server's maximum.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    timeout_ms: Option<u64>,
+}
+
+impl Surface for CodexSurface {
+    type State = Services;
+
+    fn name(&self) -> &'static str {
+        CODEX_SURFACE
+    }
+
+    fn summary(&self) -> &'static str {
+        "the two tools codex gives its models: apply_patch (the patch in `input`) and shell \
+         (an argv in `command`), answered in codex's shapes, errors as plain text"
+    }
+
+    fn instructions(&self) -> &'static str {
+        "File editing and command tools confined to one workspace folder, in the shapes codex \
+         uses: apply_patch takes a `*** Begin Patch` patch in `input`, shell takes an argv in \
+         `command`. Paths are relative to the workspace root. Failures come back as plain text."
+    }
+
+    fn open(&self, config: &Config) -> Result<Services, StartupError> {
+        // The same engine handles as the default surface: one workspace,
+        // one set of file tools and locks.
+        DefaultSurface.open(config)
+    }
+
+    fn tools(&self) -> Vec<ToolDef<Services>> {
+        vec![
+            ToolDef::typed("apply_patch", APPLY_PATCH, true, apply_patch)
+                // A second identical patch finds its lines gone, or edits again.
+                .titled("Apply patch", Hints::EDIT),
+            ToolDef::typed("shell", SHELL, true, shell)
+                .titled("Run command", Hints::RUN)
+                .bounding_itself(),
+        ]
+    }
+
+    fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+        let cause = failure.cause();
+        // codex shows its model the failure's text and nothing else; the
+        // match is spelled out so that a new code is a decision here.
+        match failure.error.code() {
+            ErrorCode::InvalidInput
+            | ErrorCode::NotFound
+            | ErrorCode::NotAFile
+            | ErrorCode::IsBinary
+            | ErrorCode::NoMatch
+            | ErrorCode::AmbiguousMatch
+            | ErrorCode::PatchFailed
+            | ErrorCode::Timeout
+            | ErrorCode::OutputLimit
+            | ErrorCode::TooLarge
+            | ErrorCode::PathEscape
+            | ErrorCode::IoError
+            | ErrorCode::Internal => {
+                CallOutcome::error_text(failure.error.message().to_owned(), cause)
+            }
+        }
+    }
+}
+
+fn apply_patch(services: &Services, args: ApplyPatchArgs, _: &CallContext) -> ToolResult<String> {
+    let (_, report) = agent_tools::apply_patch_text(services, &args.input)?;
+    Ok(patch_summary(&report))
+}
+
+/// codex's summary (added, then modified, then deleted; a move listed as
+/// modified under its new path), followed by what the engine adds when
+/// there is something to disclose: a tolerant match, an overwrite, an
+/// offset.
+fn patch_summary(report: &Report) -> String {
+    let mut out = String::from("Success. Updated the following files:\n");
+    let groups: [(&str, &[Action]); 3] = [
+        ("A", &[Action::Created, Action::Copied]),
+        ("M", &[Action::Modified, Action::Renamed]),
+        ("D", &[Action::Deleted]),
+    ];
+    for (letter, actions) in groups {
+        for file in report.files.iter().filter(|f| actions.contains(&f.action)) {
+            let _ = writeln!(out, "{letter} {}", file.path);
+        }
+    }
+    let notes: Vec<String> = report
+        .files
+        .iter()
+        .filter(|f| f.fuzz.is_some() || f.overwrote || !f.offsets.is_empty())
+        .map(ToString::to_string)
+        .collect();
+    if !notes.is_empty() {
+        out.push_str("Notes:\n");
+        for note in notes {
+            out.push_str(&note);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult<Reply> {
+    let max_output = services.config().max_output_bytes();
+    // Leave room for the JSON around the output and the spill note.
+    let budget = max_output.saturating_sub(1024).max(256);
+    let started = Instant::now();
+    let result = agent_tools::run_command(
+        services,
+        CommandLine::Argv(args.command),
+        args.workdir.as_deref(),
+        "workdir must be a directory",
+        args.timeout_ms,
+        budget,
+        call,
+    );
+    let elapsed = started.elapsed();
+    match result {
+        Ok(outcome) => {
+            let exit_code = match (outcome.exit_code, &outcome.signal) {
+                (Some(code), _) => code,
+                (None, signal) => signal_exit_code(signal.as_deref()),
+            };
+            let mut output = outcome.stdout;
+            output.push_str(&outcome.stderr);
+            let spills = [outcome.stdout_spill, outcome.stderr_spill];
+            let spills = spills
+                .iter()
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned());
+            let text = render_exec(output, spills.collect(), exit_code, elapsed, max_output);
+            Ok(Reply {
+                content: vec![agent_tools::Content::Text(text)],
+                is_error: exit_code != 0,
+            })
+        }
+        Err(err) if err.code() == ErrorCode::Timeout => {
+            // codex answers a timeout like a finished command: the output
+            // so far under a first line saying so, exit code 124.
+            let field = |key: &str| {
+                err.fields()
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let mut output = format!(
+                "command timed out after {} milliseconds\n",
+                elapsed.as_millis()
+            );
+            output.push_str(&field("stdout"));
+            output.push_str(&field("stderr"));
+            let spills = ["stdout_spill", "stderr_spill"]
+                .into_iter()
+                .map(field)
+                .filter(|s| !s.is_empty())
+                .collect();
+            let text = render_exec(output, spills, TIMEOUT_EXIT_CODE, elapsed, max_output);
+            Ok(Reply {
+                content: vec![agent_tools::Content::Text(text)],
+                is_error: true,
+            })
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// 128 + the signal's number (codex's convention); -1 when the signal is
+/// unknown (never for what the runner reports).
+fn signal_exit_code(name: Option<&str>) -> i32 {
+    name.and_then(|name| nix::sys::signal::Signal::from_str(name).ok())
+        .map_or(-1, |signal| SIGNAL_EXIT_BASE + signal as i32)
+}
+
+/// codex's structured answer for a command: `{"output": ..., "metadata":
+/// {"exit_code": N, "duration_seconds": S}}`, seconds rounded to a tenth.
+/// Spill files are named at the end of the output; the output is cut from
+/// its end (on a character boundary) if the whole would pass `max`, and
+/// the cut said so.
+fn render_exec(
+    mut output: String,
+    spills: Vec<String>,
+    exit_code: i32,
+    elapsed: Duration,
+    max: usize,
+) -> String {
+    let seconds = (elapsed.as_secs_f64() * 10.0).round() / 10.0;
+    let mut note = String::new();
+    for spill in &spills {
+        let _ = write!(
+            note,
+            "\n[output truncated; the complete stream is in {spill}]"
+        );
+    }
+    let render = |output: &str| {
+        json!({
+            "output": output,
+            "metadata": {"exit_code": exit_code, "duration_seconds": seconds},
+        })
+        .to_string()
+    };
+    let full = format!("{output}{note}");
+    let text = render(&full);
+    if text.len() <= max {
+        return text;
+    }
+    // Too long once escaped (invalid UTF-8 replaced, many escapes): drop
+    // characters from the end until the escaped whole fits.
+    let cut_note = "\n[output cut to fit the answer]";
+    let fixed = render(&format!("{cut_note}{note}")).len();
+    let room = max.saturating_sub(fixed);
+    let mut used = 0;
+    let mut keep = 0;
+    for (at, ch) in output.char_indices() {
+        let mut utf8 = [0u8; 4];
+        let cost: usize = ch
+            .encode_utf8(&mut utf8)
+            .bytes()
+            .map(agent_tools_bash::json_escaped_len)
+            .sum();
+        if used + cost > room {
+            break;
+        }
+        used += cost;
+        keep = at + ch.len_utf8();
+    }
+    output.truncate(keep);
+    render(&format!("{output}{cut_note}{note}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agent_tools_patch::{FileReport, MatchLevel};
+
+    fn file(action: Action, path: &str) -> FileReport {
+        FileReport {
+            action,
+            path: path.into(),
+            from: None,
+            hunks: 0,
+            offsets: vec![],
+            mode_change: None,
+            fuzz: None,
+            overwrote: false,
+        }
+    }
+
+    #[test]
+    fn the_summary_groups_files_as_codex_does() {
+        let mut moved = file(Action::Renamed, "b/new.txt");
+        moved.from = Some("a/old.txt".into());
+        let report = Report {
+            files: vec![
+                file(Action::Deleted, "gone.txt"),
+                file(Action::Modified, "m.txt"),
+                file(Action::Created, "new.txt"),
+                moved,
+            ],
+        };
+        assert_eq!(
+            patch_summary(&report),
+            "Success. Updated the following files:\nA new.txt\nM m.txt\nM b/new.txt\nD gone.txt\n"
+        );
+    }
+
+    #[test]
+    fn tolerant_matches_are_disclosed_after_the_summary() {
+        let mut fuzzy = file(Action::Modified, "m.txt");
+        fuzzy.fuzz = Some(MatchLevel::TrailingWhitespace);
+        let text = patch_summary(&Report { files: vec![fuzzy] });
+        assert!(
+            text.ends_with("M m.txt\nNotes:\nM m.txt (matched ignoring trailing whitespace)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn signals_map_to_128_plus_their_number() {
+        assert_eq!(signal_exit_code(Some("SIGKILL")), 137);
+        assert_eq!(signal_exit_code(Some("SIGTERM")), 143);
+        assert_eq!(signal_exit_code(Some("signal 99")), -1);
+        assert_eq!(signal_exit_code(None), -1);
+    }
+
+    #[test]
+    fn exec_answers_are_codex_shaped_and_bounded() {
+        let text = render_exec(
+            "hi\n".into(),
+            vec![],
+            0,
+            Duration::from_millis(1234),
+            10_000,
+        );
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            json!({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 1.2}})
+        );
+
+        let long = "\u{1}".repeat(5000); // escapes to six bytes each
+        let text = render_exec(
+            long,
+            vec![".agent-tools/spill/x".into()],
+            1,
+            Duration::ZERO,
+            2000,
+        );
+        assert!(text.len() <= 2000, "{}", text.len());
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let output = value["output"].as_str().unwrap();
+        assert!(output.starts_with('\u{1}'));
+        assert!(output.ends_with(
+            "[output cut to fit the answer]\n[output truncated; the complete stream is in .agent-tools/spill/x]"
+        ));
+        assert_eq!(value["metadata"]["exit_code"], 1);
+    }
+}
