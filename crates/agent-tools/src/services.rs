@@ -17,4 +17,10 @@ impl Services {
     pub fn config(&self) -> &Config {
         &self.config
     }
+
+    /// The file tools (and through them the confined workspace), for
+    /// surfaces that compose their own tools from the engine's.
+    pub fn files(&self) -> &FileTools {
+        &self.files
+    }
 }

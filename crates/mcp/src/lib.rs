@@ -126,6 +126,7 @@ pub fn surfaces() -> Vec<SurfaceChoice> {
     vec![
         SurfaceChoice::of::<agent_tools::DefaultSurface>(),
         SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
+        SurfaceChoice::of::<agent_tools_surface_filesystem::FilesystemSurface>(),
     ]
 }
 
@@ -481,10 +482,10 @@ mod tests {
         );
         assert_eq!(surface("codex").unwrap().name(), "codex");
         let err = surface("nope").unwrap_err();
-        assert_eq!(err.known, ["agent-tools", "codex"]);
+        assert_eq!(err.known, ["agent-tools", "codex", "filesystem"]);
         assert!(
             err.to_string()
-                .contains("known surfaces are: agent-tools, codex"),
+                .contains("known surfaces are: agent-tools, codex, filesystem"),
             "{err}"
         );
     }

@@ -1,0 +1,483 @@
+//! The `filesystem` surface: the tools an MCP filesystem server offers
+//! (`read_file`, `read_multiple_files`, `write_file`, `create_directory`,
+//! `list_directory`, `get_file_info`, `list_allowed_directories`,
+//! `move_file`, `delete_file`), with their parameter names, their output
+//! formats and their JSON-RPC error codes (see SPEC section 10, "The
+//! filesystem surface").
+//!
+//! Every path goes through the engine's [`Workspace`] exactly as on the
+//! default surface: resolved and confined by name, then opened beneath the
+//! root's directory handle. Writes go through the engine's atomic writer,
+//! moves through its no-replace rename.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::Path;
+
+use agent_tools::{
+    CallContext, CallOutcome, Cause, Config, Content, DefaultSurface, ErrorCode, Failure, Hints,
+    ProtocolError, Reply, Services, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
+};
+use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_fs::WriteFileArgs;
+use agent_tools_text::{DecodeError, decode_lossy};
+use cap_std::fs::PermissionsExt as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The surface's name, as `--surface` takes it.
+pub const FILESYSTEM_SURFACE: &str = "filesystem";
+
+/// The most paths one `read_multiple_files` call takes.
+pub const MAX_PATHS: usize = 50;
+
+/// JSON-RPC code: the path lies outside the allowed directories.
+pub const PATH_NOT_ALLOWED: i64 = -32001;
+/// JSON-RPC code: the file or directory does not exist.
+pub const NOT_FOUND: i64 = -32002;
+/// JSON-RPC code: the arguments are missing, mistyped or out of range.
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC code: everything else (I/O failures, refusals of the engine).
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// The filesystem surface. Failures are JSON-RPC errors with the codes
+/// above; `read_multiple_files` reports a failing file inline instead.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FilesystemSurface;
+
+const READ_FILE: &str = "Read the complete contents of a text file. `path` is an absolute path \
+inside an allowed directory (see list_allowed_directories); a relative path is taken from the \
+first allowed directory. UTF-8 and UTF-16 (with a byte order mark) are decoded. Fails with \
+-32002 when the file does not exist, -32001 when the path is outside the allowed directories.";
+
+const READ_MULTIPLE_FILES: &str = "Read several text files in one call (at most 50 paths, \
+literal absolute paths, no globs). The result has one item per file, `PATH:` on the first line \
+and the contents after it. A file that cannot be read is reported in its item as \
+`PATH:\\n[error: ...]`; the call itself does not fail for it.";
+
+const WRITE_FILE: &str = "Create a file, or replace an existing one completely, with `content` \
+(UTF-8). Missing parent directories are created. The file is written atomically: readers see the \
+old contents or the new, never a mix. Answers `Successfully wrote PATH`.";
+
+const CREATE_DIRECTORY: &str = "Create a directory, with any missing parents (like mkdir -p). \
+Succeeds when it already exists.";
+
+const LIST_DIRECTORY: &str = "List the entries of a directory, sorted by name, one per line: \
+`[DIR] name` for a directory, `[FILE] name` for anything else (a symlink is listed as itself, \
+not followed).";
+
+const GET_FILE_INFO: &str = "Metadata of a file or directory, one field per line: `type: \
+file|directory`, `size: BYTES`, `modified: ISO 8601 time (UTC)`, `permissions: OCTAL`.";
+
+const LIST_ALLOWED_DIRECTORIES: &str = "The directories this server may read and write, one per \
+line: `PATH (read-write)` or `PATH (read-only)`. Every path given to another tool must lie \
+inside one of them.";
+
+const MOVE_FILE: &str = "Move or rename a file or directory. Missing parent directories of \
+`destination` are created. An existing destination is never overwritten: the call fails \
+instead. Fails with -32002 when `source` does not exist.";
+
+const DELETE_FILE: &str = "Delete a file, or a directory with everything in it. A symlink is \
+removed itself; what it points to is left alone. An allowed directory itself cannot be deleted.";
+
+/// Arguments of the tools that take one path.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PathArgs {
+    /// Absolute path inside an allowed directory.
+    path: String,
+}
+
+/// Arguments of `read_multiple_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadMultipleArgs {
+    /// Literal absolute file paths (at most 50; globs are not expanded).
+    #[schemars(length(min = 1, max = 50))]
+    paths: Vec<String>,
+}
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    /// Absolute path of the file to write (parents are created).
+    path: String,
+    /// The whole new contents, UTF-8.
+    content: String,
+}
+
+/// Arguments of `move_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MoveArgs {
+    /// Absolute path of the file or directory to move.
+    source: String,
+    /// Absolute path it moves to (must not exist; parents are created).
+    destination: String,
+}
+
+/// `list_allowed_directories` takes nothing.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+impl Surface for FilesystemSurface {
+    type State = Services;
+
+    fn name(&self) -> &'static str {
+        FILESYSTEM_SURFACE
+    }
+
+    fn summary(&self) -> &'static str {
+        "the tools of an MCP filesystem server (read_file, read_multiple_files, write_file, \
+         create_directory, list_directory, get_file_info, list_allowed_directories, move_file, \
+         delete_file), absolute paths, errors as JSON-RPC error codes"
+    }
+
+    fn instructions(&self) -> &'static str {
+        "Filesystem tools confined to the allowed directories (list_allowed_directories names \
+         them). Paths are absolute; a relative path is taken from the first allowed directory. \
+         Errors are JSON-RPC errors: -32001 path not allowed, -32002 not found, -32602 invalid \
+         params, -32603 anything else."
+    }
+
+    fn open(&self, config: &Config) -> Result<Services, StartupError> {
+        // The same engine handles as the default surface: one workspace,
+        // one set of file tools and locks.
+        DefaultSurface.open(config)
+    }
+
+    fn tools(&self) -> Vec<ToolDef<Services>> {
+        vec![
+            ToolDef::typed("read_file", READ_FILE, false, read_file)
+                .titled("Read text file", Hints::READ),
+            ToolDef::typed(
+                "read_multiple_files",
+                READ_MULTIPLE_FILES,
+                false,
+                read_multiple_files,
+            )
+            .titled("Read several files", Hints::READ),
+            ToolDef::typed("list_directory", LIST_DIRECTORY, false, list_directory)
+                .titled("List directory", Hints::READ),
+            ToolDef::typed("get_file_info", GET_FILE_INFO, false, get_file_info)
+                .titled("Get file metadata", Hints::READ),
+            ToolDef::typed(
+                "list_allowed_directories",
+                LIST_ALLOWED_DIRECTORIES,
+                false,
+                list_allowed_directories,
+            )
+            .titled("List allowed directories", Hints::READ),
+            // The same content written twice leaves the same file.
+            ToolDef::typed("write_file", WRITE_FILE, true, write_file)
+                .titled("Write file", Hints::OVERWRITE),
+            // Only adds what is missing; a second call changes nothing.
+            ToolDef::typed("create_directory", CREATE_DIRECTORY, true, create_directory)
+                .titled("Create directory", Hints::ADD),
+            // Never overwrites, but the source is gone afterwards and a
+            // second call fails: not idempotent; removing the source name
+            // is destructive.
+            ToolDef::typed("move_file", MOVE_FILE, true, move_file)
+                .titled("Move or rename", Hints::EDIT),
+            // Deleting twice leaves what deleting once leaves (the second
+            // call fails with not found, changing nothing).
+            ToolDef::typed("delete_file", DELETE_FILE, true, delete_file)
+                .titled("Delete file or directory", Hints::OVERWRITE),
+        ]
+    }
+
+    fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+        let cause = failure.cause();
+        let code = match failure.stage {
+            // An unknown (or hidden) tool and arguments that do not fit the
+            // schema are both the caller's parameters.
+            Stage::Lookup | Stage::Validation => INVALID_PARAMS,
+            Stage::Run => match cause {
+                Cause::Cancelled => INTERNAL_ERROR,
+                Cause::Error(code) => rpc_code(code),
+            },
+        };
+        CallOutcome::Protocol(ProtocolError {
+            code,
+            message: failure.error.message().to_owned(),
+            cause: Some(cause),
+        })
+    }
+}
+
+/// The JSON-RPC code of an engine error, as the seed assigns them.
+pub fn rpc_code(code: ErrorCode) -> i64 {
+    match code {
+        ErrorCode::PathEscape => PATH_NOT_ALLOWED,
+        ErrorCode::NotFound => NOT_FOUND,
+        ErrorCode::InvalidInput => INVALID_PARAMS,
+        ErrorCode::NotAFile
+        | ErrorCode::IsBinary
+        | ErrorCode::NoMatch
+        | ErrorCode::AmbiguousMatch
+        | ErrorCode::PatchFailed
+        | ErrorCode::Timeout
+        | ErrorCode::OutputLimit
+        | ErrorCode::TooLarge
+        | ErrorCode::IoError
+        | ErrorCode::Internal => INTERNAL_ERROR,
+    }
+}
+
+/// How a confined path is shown: absolute, under the root as it was given.
+fn shown(workspace: &Workspace, path: &ConfinedPath) -> String {
+    let full = match (workspace.given_root(), workspace.strip_root(path.abs())) {
+        (Some(given), Some(rel)) => given.join(rel),
+        _ => path.abs().to_path_buf(),
+    };
+    // Rebuilt from its components: no trailing `/` on a directory.
+    full.components()
+        .collect::<std::path::PathBuf>()
+        .display()
+        .to_string()
+}
+
+/// The text of a file: UTF-8, or UTF-16 with its byte order mark; a binary
+/// file is `is_binary` (binary content is a later step of this surface).
+fn read_text(services: &Services, raw: &str) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let path = ws.resolve(raw)?;
+    let (file, meta) = ws.open_regular(&path, "use list_directory to see its entries")?;
+    let max = services.config().max_file_bytes();
+    if meta.len() > max {
+        return Err(too_large(&path, meta.len().to_string(), max));
+    }
+    // Bounded even so: the file may have grown since its size was read.
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err| ws.io_error(&err, &path))?;
+    if bytes.len() as u64 > max {
+        return Err(too_large(&path, format!("at least {}", max + 1), max));
+    }
+    match decode_lossy(&bytes) {
+        Ok((text, _, _)) => Ok(text),
+        Err(DecodeError::Binary) => Err(ToolError::new(
+            ErrorCode::IsBinary,
+            format!("{path}: is a binary file; this surface reads text files only"),
+        )),
+        Err(err) => Err(ToolError::new(
+            ErrorCode::IsBinary,
+            format!("{path}: {err}"),
+        )),
+    }
+}
+
+fn too_large(path: &ConfinedPath, size: String, max: u64) -> ToolError {
+    ToolError::new(
+        ErrorCode::TooLarge,
+        format!("{path}: {size} bytes is over the {max} byte limit of one read"),
+    )
+}
+
+fn read_file(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    read_text(services, &args.path)
+}
+
+fn read_multiple_files(
+    services: &Services,
+    args: ReadMultipleArgs,
+    _: &CallContext,
+) -> ToolResult<Reply> {
+    // The schema caps the count; checked again so the handler never
+    // depends on validation having run.
+    if args.paths.len() > MAX_PATHS {
+        return Err(ToolError::invalid_input(format!(
+            "paths: {} paths given; at most {MAX_PATHS} per call",
+            args.paths.len()
+        )));
+    }
+    let content = args
+        .paths
+        .iter()
+        .map(|raw| match read_text(services, raw) {
+            Ok(text) => Content::Text(format!("{raw}:\n{text}")),
+            Err(err) => Content::Text(format!("{raw}:\n[error: {}]", err.message())),
+        })
+        .collect();
+    Ok(Reply::items(content))
+}
+
+/// mkdir -p of `path`, beneath the root's directory handle.
+fn create_dirs(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<()> {
+    if path.rel().as_os_str().is_empty() {
+        return Ok(());
+    }
+    workspace
+        .base_dir()
+        .create_dir_all(path.rel())
+        .map_err(|err| workspace.io_error(&err, path))
+}
+
+/// Creates the missing parents of `raw` (confined like every path).
+fn create_parents(workspace: &Workspace, raw: &str) -> ToolResult<()> {
+    match Path::new(raw).parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            let parent = workspace.resolve(&parent.to_string_lossy())?;
+            create_dirs(workspace, &parent)
+        }
+        _ => Ok(()),
+    }
+}
+
+fn write_file(services: &Services, args: WriteArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    // Resolved first, so a path outside the root creates no directory.
+    let path = ws.resolve(&args.path)?;
+    create_parents(ws, &args.path)?;
+    services
+        .files()
+        .write_file(&WriteFileArgs::new(args.path.clone(), args.content))?;
+    Ok(format!("Successfully wrote {}", shown(ws, &path)))
+}
+
+fn create_directory(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let path = ws.resolve(&args.path)?;
+    create_dirs(ws, &path)?;
+    Ok(format!(
+        "Successfully created directory {}",
+        shown(ws, &path)
+    ))
+}
+
+fn list_directory(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let path = ws.resolve_dir(Some(&args.path), "use get_file_info or read_file on a file")?;
+    let dir = ws.open_dir(&path)?;
+    let io = |err: std::io::Error| ws.io_error(&err, &path);
+    let mut entries = Vec::new();
+    for entry in dir.entries().map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let is_dir = entry.file_type().map_err(io)?.is_dir();
+        entries.push((entry.file_name().to_string_lossy().into_owned(), is_dir));
+    }
+    entries.sort_unstable();
+    let mut out = String::new();
+    for (name, is_dir) in entries {
+        let tag = if is_dir { "[DIR]" } else { "[FILE]" };
+        let _ = writeln!(out, "{tag} {name}");
+    }
+    Ok(out)
+}
+
+fn get_file_info(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let path = ws.resolve(&args.path)?;
+    let meta = ws.metadata(&path)?;
+    let kind = if meta.is_dir() {
+        "directory"
+    } else if meta.is_file() {
+        "file"
+    } else {
+        "other"
+    };
+    let modified = meta
+        .modified()
+        .map(|time| {
+            chrono::DateTime::<chrono::Utc>::from(time.into_std())
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        })
+        .map_err(|err| ws.io_error(&err, &path))?;
+    Ok(format!(
+        "type: {kind}\nsize: {}\nmodified: {modified}\npermissions: {:o}\n",
+        meta.len(),
+        meta.permissions().mode() & 0o7777
+    ))
+}
+
+fn list_allowed_directories(services: &Services, _: NoArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let access = if services.config().read_only() {
+        "read-only"
+    } else {
+        "read-write"
+    };
+    Ok(format!("{} ({access})\n", shown(ws, &ws.root_path())))
+}
+
+fn move_file(services: &Services, args: MoveArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let source = ws.resolve(&args.source)?;
+    let destination = ws.resolve(&args.destination)?;
+    if source.is_root() || destination.is_root() {
+        return Err(root_refused(&args.source));
+    }
+    // Absent source: not found, before any directory is created.
+    ws.symlink_metadata(&source)?;
+    create_parents(ws, &args.destination)?;
+    agent_tools_fs::rename_new(ws, &source, &destination, None)?;
+    Ok(format!(
+        "Successfully moved {} to {}",
+        shown(ws, &source),
+        shown(ws, &destination)
+    ))
+}
+
+fn root_refused(raw: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::PathEscape,
+        format!("{raw}: is an allowed directory itself; it cannot be moved or deleted"),
+    )
+}
+
+fn delete_file(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let ws = services.files().workspace();
+    let raw = Path::new(&args.path);
+    // The final name is looked at, never followed: only the parent is
+    // resolved, and the entry is removed by name from that directory.
+    let Some(name) = raw.file_name() else {
+        return match ws.resolve(&args.path) {
+            Ok(path) if path.is_root() => Err(root_refused(&args.path)),
+            Ok(_) => Err(ToolError::invalid_input(format!(
+                "{}: name the entry itself (the path ends in `..`)",
+                args.path
+            ))),
+            Err(err) => Err(err),
+        };
+    };
+    let parent = match raw.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            Some(parent.to_string_lossy().into_owned())
+        }
+        _ => None,
+    };
+    if let Ok(path) = ws.resolve(&args.path)
+        && path.is_root()
+    {
+        return Err(root_refused(&args.path));
+    }
+    let parent = ws.resolve_or_root(parent.as_deref())?;
+    let dir = ws.open_dir(&parent)?;
+    let io = |err: std::io::Error| ToolError::from_io(&err, raw);
+    let meta = dir.symlink_metadata(name).map_err(io)?;
+    if meta.is_dir() {
+        dir.remove_dir_all(name).map_err(io)?;
+    } else {
+        dir.remove_file(name).map_err(io)?;
+    }
+    Ok(format!("Successfully deleted {}", args.path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_engine_code_has_its_seed_code() {
+        assert_eq!(rpc_code(ErrorCode::PathEscape), -32001);
+        assert_eq!(rpc_code(ErrorCode::NotFound), -32002);
+        assert_eq!(rpc_code(ErrorCode::InvalidInput), -32602);
+        assert_eq!(rpc_code(ErrorCode::IoError), -32603);
+        assert_eq!(rpc_code(ErrorCode::IsBinary), -32603);
+    }
+}
