@@ -346,6 +346,37 @@ mod tests {
         );
     }
 
+    /// codex-rs `apply-patch/src/lib.rs` (`apply_hunks_to_files` pushes the
+    /// destination into `modified`; test `test_update_file_hunk_can_move_file`
+    /// expects `M <dest>`): a moved file is listed once, as modified, under
+    /// its new path. Checked on the engine's own report of a real patch.
+    #[test]
+    fn a_move_is_listed_as_modified_under_its_new_path() {
+        let mut store = agent_tools_patch::MemoryStore::new();
+        store.insert("src/old.txt", "line\n");
+        store.insert("dest.txt", "replaced by the move\n");
+        store.insert("m.txt", "a\nb\n");
+        store.insert("gone.txt", "x\n");
+        let patch = "*** Begin Patch\n\
+                     *** Add File: added.txt\n+new\n\
+                     *** Update File: src/old.txt\n*** Move to: dest.txt\n@@\n-line\n+line2\n\
+                     *** Update File: m.txt\n@@\n a\n-b\n+c\n\
+                     *** Delete File: gone.txt\n\
+                     *** End Patch\n";
+        let report = agent_tools_patch::apply_patch(patch, &mut store).unwrap();
+        assert_eq!(store.get("dest.txt"), Some(&b"line2\n"[..]));
+        assert_eq!(store.get("src/old.txt"), None);
+        let text = patch_summary(&report);
+        let (summary, notes) = text.split_once("Notes:\n").unwrap();
+        assert_eq!(
+            summary,
+            "Success. Updated the following files:\nA added.txt\nM dest.txt\nM m.txt\nD gone.txt\n"
+        );
+        // The overwrite of dest.txt is disclosed after codex's lines.
+        assert!(notes.contains("dest.txt"), "{notes}");
+        assert!(!notes.contains("added.txt"), "{notes}");
+    }
+
     #[test]
     fn tolerant_matches_are_disclosed_after_the_summary() {
         let mut fuzzy = file(Action::Modified, "m.txt");
