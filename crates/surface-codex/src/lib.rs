@@ -20,8 +20,8 @@ use agent_tools::{
 };
 use agent_tools_patch::{Action, Report};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The surface's name, as `--surface` takes it.
 pub const CODEX_SURFACE: &str = "codex";
@@ -253,6 +253,20 @@ fn signal_exit_code(name: Option<&str>) -> i32 {
         .map_or(-1, |signal| SIGNAL_EXIT_BASE + signal as i32)
 }
 
+/// The JSON codex returns for a command, keys in its order.
+#[derive(Serialize)]
+struct ExecAnswer<'a> {
+    output: &'a str,
+    metadata: ExecMetadata,
+}
+
+/// The metadata of [`ExecAnswer`].
+#[derive(Serialize)]
+struct ExecMetadata {
+    exit_code: i32,
+    duration_seconds: f64,
+}
+
 /// codex's structured answer for a command: `{"output": ..., "metadata":
 /// {"exit_code": N, "duration_seconds": S}}`, seconds rounded to a tenth.
 /// Spill files are named at the end of the output; the output is cut from
@@ -273,12 +287,18 @@ fn render_exec(
             "\n[output truncated; the complete stream is in {spill}]"
         );
     }
+    // Rendered from structs, not a JSON map, so that the keys come in
+    // codex's order (output first) rather than sorted.
     let render = |output: &str| {
-        json!({
-            "output": output,
-            "metadata": {"exit_code": exit_code, "duration_seconds": seconds},
+        serde_json::to_string(&ExecAnswer {
+            output,
+            metadata: ExecMetadata {
+                exit_code,
+                duration_seconds: seconds,
+            },
         })
-        .to_string()
+        // Strings and numbers always serialize (a non-finite f64 becomes null).
+        .unwrap_or_default()
     };
     let full = format!("{output}{note}");
     let text = render(&full);
@@ -405,10 +425,10 @@ mod tests {
             Duration::from_millis(1234),
             10_000,
         );
-        let value: Value = serde_json::from_str(&text).unwrap();
+        // Byte for byte, keys in codex's order: output, then metadata.
         assert_eq!(
-            value,
-            json!({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 1.2}})
+            text,
+            r#"{"output":"hi\n","metadata":{"exit_code":0,"duration_seconds":1.2}}"#
         );
 
         let long = "\u{1}".repeat(5000); // escapes to six bytes each
