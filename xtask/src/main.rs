@@ -72,6 +72,9 @@ pub enum Group {
     Edit,
     /// apply_patch on a corpus of real commits vs git apply.
     Patch,
+    /// apply_patch of a codex patch vs the same change as a unified diff
+    /// (50 chunks on a 10 MB file).
+    Codex,
     /// the bash tool vs a bare sh spawn.
     Bash,
 }

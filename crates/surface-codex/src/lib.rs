@@ -20,8 +20,8 @@ use agent_tools::{
 };
 use agent_tools_patch::{Action, Report};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The surface's name, as `--surface` takes it.
 pub const CODEX_SURFACE: &str = "codex";
@@ -253,6 +253,20 @@ fn signal_exit_code(name: Option<&str>) -> i32 {
         .map_or(-1, |signal| SIGNAL_EXIT_BASE + signal as i32)
 }
 
+/// The JSON codex returns for a command, keys in its order.
+#[derive(Serialize)]
+struct ExecAnswer<'a> {
+    output: &'a str,
+    metadata: ExecMetadata,
+}
+
+/// The metadata of [`ExecAnswer`].
+#[derive(Serialize)]
+struct ExecMetadata {
+    exit_code: i32,
+    duration_seconds: f64,
+}
+
 /// codex's structured answer for a command: `{"output": ..., "metadata":
 /// {"exit_code": N, "duration_seconds": S}}`, seconds rounded to a tenth.
 /// Spill files are named at the end of the output; the output is cut from
@@ -273,12 +287,18 @@ fn render_exec(
             "\n[output truncated; the complete stream is in {spill}]"
         );
     }
+    // Rendered from structs, not a JSON map, so that the keys come in
+    // codex's order (output first) rather than sorted.
     let render = |output: &str| {
-        json!({
-            "output": output,
-            "metadata": {"exit_code": exit_code, "duration_seconds": seconds},
+        serde_json::to_string(&ExecAnswer {
+            output,
+            metadata: ExecMetadata {
+                exit_code,
+                duration_seconds: seconds,
+            },
         })
-        .to_string()
+        // Strings and numbers always serialize (a non-finite f64 becomes null).
+        .unwrap_or_default()
     };
     let full = format!("{output}{note}");
     let text = render(&full);
@@ -346,6 +366,37 @@ mod tests {
         );
     }
 
+    /// codex-rs `apply-patch/src/lib.rs` (`apply_hunks_to_files` pushes the
+    /// destination into `modified`; test `test_update_file_hunk_can_move_file`
+    /// expects `M <dest>`): a moved file is listed once, as modified, under
+    /// its new path. Checked on the engine's own report of a real patch.
+    #[test]
+    fn a_move_is_listed_as_modified_under_its_new_path() {
+        let mut store = agent_tools_patch::MemoryStore::new();
+        store.insert("src/old.txt", "line\n");
+        store.insert("dest.txt", "replaced by the move\n");
+        store.insert("m.txt", "a\nb\n");
+        store.insert("gone.txt", "x\n");
+        let patch = "*** Begin Patch\n\
+                     *** Add File: added.txt\n+new\n\
+                     *** Update File: src/old.txt\n*** Move to: dest.txt\n@@\n-line\n+line2\n\
+                     *** Update File: m.txt\n@@\n a\n-b\n+c\n\
+                     *** Delete File: gone.txt\n\
+                     *** End Patch\n";
+        let report = agent_tools_patch::apply_patch(patch, &mut store).unwrap();
+        assert_eq!(store.get("dest.txt"), Some(&b"line2\n"[..]));
+        assert_eq!(store.get("src/old.txt"), None);
+        let text = patch_summary(&report);
+        let (summary, notes) = text.split_once("Notes:\n").unwrap();
+        assert_eq!(
+            summary,
+            "Success. Updated the following files:\nA added.txt\nM dest.txt\nM m.txt\nD gone.txt\n"
+        );
+        // The overwrite of dest.txt is disclosed after codex's lines.
+        assert!(notes.contains("dest.txt"), "{notes}");
+        assert!(!notes.contains("added.txt"), "{notes}");
+    }
+
     #[test]
     fn tolerant_matches_are_disclosed_after_the_summary() {
         let mut fuzzy = file(Action::Modified, "m.txt");
@@ -374,10 +425,10 @@ mod tests {
             Duration::from_millis(1234),
             10_000,
         );
-        let value: Value = serde_json::from_str(&text).unwrap();
+        // Byte for byte, keys in codex's order: output, then metadata.
         assert_eq!(
-            value,
-            json!({"output": "hi\n", "metadata": {"exit_code": 0, "duration_seconds": 1.2}})
+            text,
+            r#"{"output":"hi\n","metadata":{"exit_code":0,"duration_seconds":1.2}}"#
         );
 
         let long = "\u{1}".repeat(5000); // escapes to six bytes each

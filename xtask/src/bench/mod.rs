@@ -11,6 +11,7 @@ use crate::measure::{fs_type, tool_version};
 use crate::report::{Table, count};
 use crate::{BenchArgs, Group};
 
+mod codex;
 mod edit;
 mod mcp;
 mod patch;
@@ -100,6 +101,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Patch) {
         emit(patch::corpus(&ctx)?);
+    }
+    if args.wants(Group::Codex) {
+        emit(codex::codex_vs_unified(&ctx)?);
     }
     if args.wants(Group::Bash) {
         emit(shell::bash(&ctx)?);
