@@ -483,6 +483,12 @@ struct Finder<'a> {
     lines: Vec<&'a [u8]>,
     levels: [Option<LevelIndex>; 4],
     budget: usize,
+    /// Whether exact matches are still found by scanning forward. Chunks
+    /// come in file order, so while each one matches exactly the scans
+    /// cover the file about once, without hashing every line into an index;
+    /// after the first scan that finds nothing (at most one more pass), the
+    /// exact level uses the index like the others, so the work stays linear.
+    scan_exact: bool,
 }
 
 impl<'a> Finder<'a> {
@@ -503,7 +509,22 @@ impl<'a> Finder<'a> {
         if k > n || from > n - k {
             return Err(Miss::NotFound);
         }
+        // Whether the exact level is already known to have no match here.
+        let mut exact_missed = false;
+        if self.scan_exact && !at_end {
+            match self.scan_forward(pattern, from) {
+                Ok(Some(p)) => return Ok((p, MatchLevel::Exact)),
+                Ok(None) => {
+                    self.scan_exact = false;
+                    exact_missed = true;
+                }
+                Err(miss) => return Err(miss),
+            }
+        }
         for (slot, level) in MatchLevel::ALL.into_iter().enumerate() {
+            if slot == 0 && exact_missed {
+                continue;
+            }
             let wanted: Vec<Cow<'_, [u8]>> = pattern.iter().map(|l| normalize(level, l)).collect();
             let lines = &self.lines;
             let equal_at = |p: usize| {
@@ -560,6 +581,26 @@ impl<'a> Finder<'a> {
     }
 }
 
+impl Finder<'_> {
+    /// The first position at or after `from` where `pattern` matches
+    /// exactly, found by comparing lines forward; each position tried
+    /// counts against the budget.
+    fn scan_forward(&mut self, pattern: &[&[u8]], from: usize) -> Result<Option<usize>, Miss> {
+        let k = pattern.len();
+        let last = self.lines.len() - k;
+        for p in from..=last {
+            if self.budget == 0 {
+                return Err(Miss::GaveUp);
+            }
+            self.budget -= 1;
+            if self.lines[p] == pattern[0] && self.lines[p + 1..p + k] == pattern[1..] {
+                return Ok(Some(p));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// One chunk placed in the file.
 struct Placed<'h> {
     start: usize,
@@ -586,6 +627,7 @@ pub(crate) fn apply_chunks(
             .collect(),
         levels: [None, None, None, None],
         budget: search_budget(n, hunks.len()),
+        scan_exact: true,
     };
     let gave_up = "gave up searching: the chunks of this file take too long to find; split the patch or give more distinctive context";
 
