@@ -17,7 +17,7 @@ use crate::engine::{
     Applied, BASE, BOM, Out, addmod, key, line_hash, mulmod, powmod, search_budget, split_lines,
     strip_bom, submod,
 };
-use crate::error::{ExpectedLines, PatchError};
+use crate::error::{Closest, ExpectedLines, PatchError};
 use crate::model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 use crate::report::MatchLevel;
 
@@ -673,6 +673,10 @@ pub(crate) fn apply_chunks(
             old_len -= 1;
             found = finder.find(&old[..old_len], cursor, hunk.end_of_file);
         }
+        let closest = match found {
+            Err(Miss::NotFound) => finder.closest(&old),
+            _ => None,
+        };
         let (start, level) = found.map_err(|miss| {
             let reason = match miss {
                 Miss::GaveUp => gave_up.to_owned(),
@@ -684,7 +688,7 @@ pub(crate) fn apply_chunks(
                 ),
                 Miss::NotFound => "not found at any match level".to_owned(),
             };
-            not_found(path, idx, hunk, reason)
+            chunk_not_found(path, idx, hunk, reason, closest)
         })?;
         worst = worst.max(level);
         placed.push(Placed {
@@ -748,12 +752,68 @@ pub(crate) fn apply_chunks(
 }
 
 fn not_found(path: &str, idx: usize, hunk: &Hunk, reason: String) -> PatchError {
+    chunk_not_found(path, idx, hunk, reason, None)
+}
+
+fn chunk_not_found(
+    path: &str,
+    idx: usize,
+    hunk: &Hunk,
+    reason: String,
+    closest: Option<Closest>,
+) -> PatchError {
     PatchError::ChunkNotFound {
         path: path.to_owned(),
         chunk: idx + 1,
         line: hunk.line,
         reason,
         expected: ExpectedLines::new(hunk.old_lines()),
+        closest,
+    }
+}
+
+/// A line of old_lines that occurs more often than this in the file says
+/// nothing about where the chunk belongs (a brace, a blank line).
+const TOO_COMMON: usize = 64;
+
+impl Finder<'_> {
+    /// The region most like `pattern`: each old line votes for the starts
+    /// that would put it where it occurs in the file (read at the loosest
+    /// level), lines too common to tell anything skipped. Work is bounded
+    /// by the pattern's length times [`TOO_COMMON`].
+    fn closest(&mut self, pattern: &[&[u8]]) -> Option<Closest> {
+        let k = pattern.len();
+        let lines = &self.lines;
+        let index = self.levels[MatchLevel::ALL.len() - 1]
+            .get_or_insert_with(|| LevelIndex::new(MatchLevel::Punctuation, lines));
+        let mut votes: HashMap<usize, usize> = HashMap::new();
+        for (j, line) in pattern.iter().enumerate() {
+            let wanted = normalize(MatchLevel::Punctuation, line);
+            if wanted.is_empty() {
+                continue;
+            }
+            let Some(places) = index.occurrences.get(&line_hash(&wanted)) else {
+                continue;
+            };
+            if places.len() > TOO_COMMON {
+                continue;
+            }
+            for &q in places {
+                if let Some(start) = q.checked_sub(j) {
+                    *votes.entry(start).or_default() += 1;
+                }
+            }
+        }
+        let (start, found) = votes
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
+        let last = (start + k).min(self.lines.len());
+        Some(Closest {
+            first: start + 1,
+            last: last.max(start + 1),
+            found,
+            of: k,
+        })
     }
 }
 

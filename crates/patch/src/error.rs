@@ -86,7 +86,8 @@ pub enum PatchError {
     },
     /// A codex chunk's old lines were not found after the previous chunk.
     #[error(
-        "Failed to find expected lines in {path}:\n{expected}\n(chunk {chunk}, patch line {line}: {reason})"
+        "Failed to find expected lines in {path}:\n{expected}\n(chunk {chunk}, patch line {line}: {reason}){}",
+        closest.as_ref().map(|c| format!("\n{c}")).unwrap_or_default()
     )]
     ChunkNotFound {
         /// The file.
@@ -99,6 +100,9 @@ pub enum PatchError {
         reason: String,
         /// The old lines looked for, indented, truncated.
         expected: ExpectedLines,
+        /// The region of the file most like the old lines, when any of
+        /// them occurs there.
+        closest: Option<Closest>,
     },
     /// A deletion's hunks do not remove the whole file.
     #[error(
@@ -258,5 +262,35 @@ impl PatchError {
             | PatchError::Store { path, .. } => Some(path),
             PatchError::RollbackFailed { source, .. } => source.path(),
         }
+    }
+}
+
+/// Where a chunk that was not found most likely belongs: the run of file
+/// lines holding the most of its old lines in their order, compared with
+/// whitespace and typographic punctuation ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closest {
+    /// 1-based first line of the region in the file.
+    pub first: usize,
+    /// 1-based last line.
+    pub last: usize,
+    /// How many of the chunk's old lines are at their place there.
+    pub found: usize,
+    /// How many old lines the chunk has.
+    pub of: usize,
+}
+
+impl std::fmt::Display for Closest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let span = if self.first == self.last {
+            format!("line {}", self.first)
+        } else {
+            format!("lines {}-{}", self.first, self.last)
+        };
+        write!(
+            f,
+            "The closest region is {span} of the file: {} of the chunk's {} old lines are there (ignoring whitespace and typographic punctuation); read those lines again and correct the chunk.",
+            self.found, self.of
+        )
     }
 }

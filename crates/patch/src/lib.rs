@@ -79,7 +79,7 @@ mod report;
 mod store;
 
 pub use apply::{apply, apply_patch, check};
-pub use error::{ErrorKind, ExpectedLines, PatchError};
+pub use error::{Closest, ErrorKind, ExpectedLines, PatchError};
 pub use model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;
 pub use report::{Action, FileReport, HunkOffset, MatchLevel, Report};

@@ -151,6 +151,25 @@ fn error_chunk_not_found() {
     ));
 }
 
+/// A stale chunk (the model read the file before one of its lines changed)
+/// is pointed at where it belongs, not at a line it shares with others.
+#[test]
+fn a_stale_chunk_is_pointed_at_its_region() {
+    let mut file = String::new();
+    for i in 1..=30 {
+        file.push_str(&format!("fn f{i}() {{\n    work({i});\n}}\n"));
+    }
+    // Lines 31-33 hold f11; the chunk remembers it with another argument.
+    let patch = "*** Begin Patch\n*** Update File: f.txt\n@@\n fn f11() {\n-    work(110);\n+    work(111);\n }\n*** End Patch\n";
+    let message = error_of(&file, patch);
+    assert!(
+        message.contains(
+            "The closest region is lines 31-33 of the file: 2 of the chunk's 3 old lines"
+        ),
+        "{message}"
+    );
+}
+
 #[test]
 fn error_chunk_not_at_end_of_file() {
     insta::assert_snapshot!(error_of(
