@@ -760,7 +760,7 @@ fn chunk_not_found(
     idx: usize,
     hunk: &Hunk,
     reason: String,
-    closest: Option<Closest>,
+    closest: Option<Box<Closest>>,
 ) -> PatchError {
     PatchError::ChunkNotFound {
         path: path.to_owned(),
@@ -781,7 +781,7 @@ impl Finder<'_> {
     /// that would put it where it occurs in the file (read at the loosest
     /// level), lines too common to tell anything skipped. Work is bounded
     /// by the pattern's length times [`TOO_COMMON`].
-    fn closest(&mut self, pattern: &[&[u8]]) -> Option<Closest> {
+    fn closest(&mut self, pattern: &[&[u8]]) -> Option<Box<Closest>> {
         let k = pattern.len();
         let lines = &self.lines;
         let index = self.levels[MatchLevel::ALL.len() - 1]
@@ -808,12 +808,12 @@ impl Finder<'_> {
             .into_iter()
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
         let last = (start + k).min(self.lines.len());
-        Some(Closest {
+        Some(Box::new(Closest {
             first: start + 1,
             last: last.max(start + 1),
             found,
             of: k,
-        })
+        }))
     }
 }
 

@@ -101,8 +101,8 @@ pub enum PatchError {
         /// The old lines looked for, indented, truncated.
         expected: ExpectedLines,
         /// The region of the file most like the old lines, when any of
-        /// them occurs there.
-        closest: Option<Closest>,
+        /// them occurs there (boxed: errors stay small to pass around).
+        closest: Option<Box<Closest>>,
     },
     /// A deletion's hunks do not remove the whole file.
     #[error(
