@@ -8,33 +8,18 @@ mod mcp_client;
 #[path = "support/tree.rs"]
 mod tree;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use mcp_client::McpClient;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-/// `outer/ws`, canonical, so that tests can look around the workspace.
-fn sandbox() -> (tempfile::TempDir, PathBuf) {
-    let outer = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(outer.path()).unwrap().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    (outer, root)
-}
+use tree::sandbox;
 
 /// Starts the codex surface; the server is killed if the test runs past a
 /// minute, which makes a stuck call fail (the client sees stdout close)
 /// instead of hanging.
 fn codex(root: &Path) -> McpClient {
-    let client = McpClient::start(root, &["--surface", "codex"]);
-    let pid = Pid::from_raw(i32::try_from(client.pid()).unwrap());
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(60));
-        let _ = kill(pid, Signal::SIGKILL);
-    });
-    client
+    McpClient::start_guarded(root, &["--surface", "codex"])
 }
 
 /// A `shell` answer: (isError, output, exit code).

@@ -9,21 +9,12 @@ mod mcp_client;
 #[path = "support/tree.rs"]
 mod tree;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use mcp_client::McpClient;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-/// `outer/ws`, canonical, so that tests can look around the workspace.
-fn sandbox() -> (tempfile::TempDir, PathBuf) {
-    let outer = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(outer.path()).unwrap().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    (outer, root)
-}
+use tree::sandbox;
 
 /// Starts the filesystem surface; the server is killed if the test runs
 /// past a minute, which makes a stuck call fail (the client sees stdout
@@ -31,13 +22,7 @@ fn sandbox() -> (tempfile::TempDir, PathBuf) {
 fn filesystem(root: &Path, extra: &[&str]) -> McpClient {
     let mut args = vec!["--surface", "filesystem"];
     args.extend_from_slice(extra);
-    let client = McpClient::start(root, &args);
-    let pid = Pid::from_raw(i32::try_from(client.pid()).unwrap());
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(60));
-        let _ = kill(pid, Signal::SIGKILL);
-    });
-    client
+    McpClient::start_guarded(root, &args)
 }
 
 fn p(path: &Path) -> String {

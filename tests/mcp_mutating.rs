@@ -10,19 +10,13 @@ mod mcp_client;
 mod tree;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_client::McpClient;
 use serde_json::{Value, json};
 
-/// `outer/ws`, canonical, so that tests can look around the workspace.
-fn sandbox() -> (tempfile::TempDir, PathBuf) {
-    let outer = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(outer.path()).unwrap().join("ws");
-    std::fs::create_dir(&root).unwrap();
-    (outer, root)
-}
+use tree::sandbox;
 
 fn envelope(text: &str) -> (String, String, Value) {
     let value: Value =

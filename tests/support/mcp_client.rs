@@ -20,6 +20,19 @@ pub struct McpClient {
 }
 
 impl McpClient {
+    /// Like [`start`](Self::start), and the server is killed if the test
+    /// runs past a minute: a stuck call then fails (the client sees stdout
+    /// close) instead of hanging the test run.
+    pub fn start_guarded(root: &Path, extra: &[&str]) -> McpClient {
+        let client = McpClient::start(root, extra);
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(client.pid()).unwrap());
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        });
+        client
+    }
+
     /// Starts `agent-tools mcp --root ROOT EXTRA...` and performs the handshake.
     pub fn start(root: &Path, extra: &[&str]) -> McpClient {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))

@@ -118,3 +118,11 @@ fn show(entry: &Entry) -> String {
         Entry::Symlink(target) => format!("symlink -> {target}"),
     }
 }
+
+/// `outer/ws`, canonical, so that tests can look around the workspace.
+pub fn sandbox() -> (tempfile::TempDir, std::path::PathBuf) {
+    let outer = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(outer.path()).unwrap().join("ws");
+    fs::create_dir(&root).unwrap();
+    (outer, root)
+}
