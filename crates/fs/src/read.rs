@@ -152,6 +152,22 @@ impl FileTools {
         }
     }
 
+    /// The file's newline index, from the cache or counted now; a cancelled
+    /// count is the call's cancellation.
+    fn newline_index(
+        &self,
+        streamed: &Streamed<'_>,
+        file: &mut File,
+        cancel: &AtomicBool,
+    ) -> ToolResult<std::sync::Arc<crate::newlines::NewlineIndex>> {
+        let (index, _) = self
+            .newlines
+            .index(file, streamed.meta, cancel)
+            .map_err(|err| self.workspace().io_error(&err, streamed.path))?
+            .ok_or_else(cancelled)?;
+        Ok(index)
+    }
+
     /// The last lines of a UTF-8 file. Reads backwards from the end to find
     /// where they start, takes the count of the lines before them from the
     /// file's newline index (counted once at memory speed, then kept and
@@ -173,11 +189,7 @@ impl FileTools {
             return Ok(EMPTY_FILE.to_string());
         }
         let tail = find_tail_start(file, size, args.offset.unsigned_abs()).map_err(io)?;
-        let (index, _) = self
-            .newlines
-            .index(file, streamed.meta, cancel)
-            .map_err(io)?
-            .ok_or_else(cancelled)?;
+        let index = self.newline_index(streamed, file, cancel)?;
         // The file may have changed between the two reads: never underflow.
         let before = to_usize(index.total().saturating_sub(tail.newlines));
         let skip_bom = if tail.start == 0 { bom } else { 0 };
@@ -208,11 +220,7 @@ impl FileTools {
         let path = streamed.path;
         let io = |err: std::io::Error| self.workspace().io_error(&err, path);
         let size = streamed.meta.len();
-        let (index, _) = self
-            .newlines
-            .index(file, streamed.meta, cancel)
-            .map_err(io)?
-            .ok_or_else(cancelled)?;
+        let index = self.newline_index(streamed, file, cancel)?;
         let mut last = [0u8; 1];
         file.seek(SeekFrom::Start(size - 1)).map_err(io)?;
         file.read_exact(&mut last).map_err(io)?;
