@@ -187,3 +187,33 @@ fn call_into_a_closed_pipe_exits_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(output.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn extra_roots_are_refused_by_a_surface_that_serves_one_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    for extra in ["--root", "--read-only-root"] {
+        let output = agent_tools()
+            .args(["call", "--root"])
+            .arg(dir.path())
+            .arg(extra)
+            .arg(other.path())
+            .args(["list_dir", "{}"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{extra}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("serves one folder"), "{extra}: {stderr}");
+    }
+    // The filesystem surface takes them, and a missing one fails at startup.
+    let output = agent_tools()
+        .args(["call", "--surface", "filesystem", "--root"])
+        .arg(dir.path())
+        .arg("--read-only-root")
+        .arg(other.path().join("missing"))
+        .args(["list_allowed_directories", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing"));
+}

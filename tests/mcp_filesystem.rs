@@ -455,3 +455,109 @@ fn delete_file_removes_files_trees_and_links_but_not_roots() {
     assert_eq!(code, -32001, "{message}");
     assert!(outer.path().join("outside.txt").exists());
 }
+
+#[test]
+fn several_roots_each_keep_their_access() {
+    let (outer, first) = sandbox();
+    let second = outer.path().join("second");
+    let frozen = outer.path().join("frozen");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::create_dir_all(&frozen).unwrap();
+    std::fs::write(frozen.join("keep.txt"), "kept\n").unwrap();
+    let mut client = filesystem(
+        &first,
+        &["--root", &p(&second), "--read-only-root", &p(&frozen)],
+    );
+    assert_eq!(
+        ok(&mut client, "list_allowed_directories", json!({})),
+        [format!(
+            "{} (read-write)\n{} (read-write)\n{} (read-only)\n",
+            p(&first),
+            p(&second),
+            p(&frozen)
+        )]
+    );
+    // A relative path is taken from the first root.
+    ok(
+        &mut client,
+        "write_file",
+        json!({"path": "rel.txt", "content": "r"}),
+    );
+    assert_eq!(std::fs::read_to_string(first.join("rel.txt")).unwrap(), "r");
+    // Every root is written beneath its own handle.
+    ok(
+        &mut client,
+        "write_file",
+        json!({"path": p(&second.join("sub/s.txt")), "content": "s"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(second.join("sub/s.txt")).unwrap(),
+        "s"
+    );
+    // A read-only root reads, and refuses every write with -32001.
+    assert_eq!(
+        ok(
+            &mut client,
+            "read_file",
+            json!({"path": p(&frozen.join("keep.txt"))})
+        ),
+        ["kept\n"]
+    );
+    for (tool, args) in [
+        (
+            "write_file",
+            json!({"path": p(&frozen.join("keep.txt")), "content": "x"}),
+        ),
+        ("create_directory", json!({"path": p(&frozen.join("d"))})),
+        ("delete_file", json!({"path": p(&frozen.join("keep.txt"))})),
+        (
+            "move_file",
+            json!({"source": p(&frozen.join("keep.txt")), "destination": p(&frozen.join("k2"))}),
+        ),
+    ] {
+        let (code, message) = rpc_error(&mut client, tool, args);
+        assert_eq!(code, -32001, "{tool}: {message}");
+        assert!(message.contains("read-only"), "{tool}: {message}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(frozen.join("keep.txt")).unwrap(),
+        "kept\n"
+    );
+    assert!(!frozen.join("d").exists());
+    // A path in none of the roots is -32001 and names them.
+    let (code, message) = rpc_error(
+        &mut client,
+        "read_file",
+        json!({"path": p(&outer.path().join("elsewhere.txt"))}),
+    );
+    assert_eq!(code, -32001, "{message}");
+    assert!(message.contains(&p(&frozen)), "{message}");
+    // A move between two roots is refused and moves nothing.
+    let (code, message) = rpc_error(
+        &mut client,
+        "move_file",
+        json!({"source": p(&first.join("rel.txt")), "destination": p(&second.join("rel.txt"))}),
+    );
+    assert_eq!(code, -32602, "{message}");
+    assert!(first.join("rel.txt").exists() && !second.join("rel.txt").exists());
+}
+
+#[test]
+fn a_read_only_root_nested_in_a_writable_one_stays_read_only() {
+    let (_outer, root) = sandbox();
+    let inner = root.join("vendor");
+    std::fs::create_dir_all(&inner).unwrap();
+    let mut client = filesystem(&root, &["--read-only-root", &p(&inner)]);
+    let (code, message) = rpc_error(
+        &mut client,
+        "write_file",
+        json!({"path": p(&inner.join("x.txt")), "content": "x"}),
+    );
+    assert_eq!(code, -32001, "{message}");
+    assert!(!inner.join("x.txt").exists());
+    ok(
+        &mut client,
+        "write_file",
+        json!({"path": p(&root.join("x.txt")), "content": "x"}),
+    );
+}

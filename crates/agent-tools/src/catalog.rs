@@ -11,6 +11,7 @@ use crate::surface::{Surface, offered_specs};
 pub struct SurfaceChoice {
     name: &'static str,
     summary: &'static str,
+    several_roots: bool,
     list: fn(bool) -> Vec<ToolSpec>,
     open: fn(Config) -> Result<AgentTools, StartupError>,
 }
@@ -30,6 +31,7 @@ impl SurfaceChoice {
         SurfaceChoice {
             name: surface.name(),
             summary: surface.summary(),
+            several_roots: surface.serves_several_roots(),
             list: |read_only| offered_specs(&S::default(), read_only),
             open: |config| AgentTools::with_surface(config, S::default()),
         }
@@ -43,6 +45,11 @@ impl SurfaceChoice {
     /// What it is for.
     pub fn summary(&self) -> &'static str {
         self.summary
+    }
+
+    /// Whether it serves several allowed directories.
+    pub fn serves_several_roots(&self) -> bool {
+        self.several_roots
     }
 
     /// The tools it offers in a mode.

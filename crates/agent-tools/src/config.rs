@@ -46,10 +46,37 @@ pub enum StartupError {
     },
 }
 
+/// What the tools may do beneath one allowed directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RootAccess {
+    /// Read and write.
+    ReadWrite,
+    /// Read only: every write beneath it is refused.
+    ReadOnly,
+}
+
+/// One allowed directory and what may be done beneath it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedRoot {
+    /// The directory as given.
+    pub path: PathBuf,
+    /// What may be done beneath it.
+    pub access: RootAccess,
+}
+
+impl AllowedRoot {
+    /// Whether writes beneath it are allowed.
+    pub fn writable(&self) -> bool {
+        self.access == RootAccess::ReadWrite
+    }
+}
+
 /// Builds a [`Config`]. Every option has a default except the root.
 #[derive(Debug, Clone)]
 pub struct ConfigBuilder {
     root: PathBuf,
+    root_access: RootAccess,
+    more_roots: Vec<AllowedRoot>,
     max_output_bytes: u64,
     max_file_bytes: u64,
     bash_timeout_max_ms: u64,
@@ -63,6 +90,8 @@ pub struct ConfigBuilder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     root: PathBuf,
+    root_access: RootAccess,
+    more_roots: Vec<AllowedRoot>,
     max_output_bytes: usize,
     max_file_bytes: u64,
     bash_timeout_max_ms: u64,
@@ -83,6 +112,8 @@ impl ConfigBuilder {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         ConfigBuilder {
             root: root.into(),
+            root_access: RootAccess::ReadWrite,
+            more_roots: Vec::new(),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             bash_timeout_max_ms: DEFAULT_BASH_TIMEOUT_MAX_MS,
@@ -90,6 +121,27 @@ impl ConfigBuilder {
             confinement: Confinement::Confined,
             bash_launcher: None,
         }
+    }
+
+    /// What may be done beneath the root itself (read-write unless this is
+    /// called). Unlike [`read_only`](Self::read_only), which hides the
+    /// writing tools, a read-only root keeps them offered and refuses
+    /// their writes beneath it.
+    pub fn root_access(mut self, access: RootAccess) -> Self {
+        self.root_access = access;
+        self
+    }
+
+    /// Allows one more directory besides the root, for surfaces that
+    /// serve several (the filesystem surface). The root stays the first
+    /// and is where relative paths are taken from. The default surface
+    /// serves the root alone.
+    pub fn also_root(mut self, path: impl Into<PathBuf>, access: RootAccess) -> Self {
+        self.more_roots.push(AllowedRoot {
+            path: path.into(),
+            access,
+        });
+        self
     }
 
     /// Caps the text one call returns (1 KiB to 64 MiB).
@@ -151,21 +203,35 @@ impl ConfigBuilder {
             1,
             24 * 3600 * 1000,
         )?;
-        let meta = std::fs::metadata(&self.root).map_err(|source| StartupError::RootMissing {
-            root: self.root.clone(),
-            source,
-        })?;
-        if !meta.is_dir() {
-            return Err(StartupError::RootNotADirectory { root: self.root });
+        check_directory(&self.root)?;
+        for more in &self.more_roots {
+            check_directory(&more.path)?;
         }
         Ok(Config {
             root: self.root,
+            root_access: self.root_access,
+            more_roots: self.more_roots,
             max_output_bytes: usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX),
             max_file_bytes: self.max_file_bytes,
             bash_timeout_max_ms: self.bash_timeout_max_ms,
             read_only: self.read_only,
             confinement: self.confinement,
             bash_launcher: self.bash_launcher,
+        })
+    }
+}
+
+/// An allowed directory must exist and be a directory.
+fn check_directory(root: &Path) -> Result<(), StartupError> {
+    let meta = std::fs::metadata(root).map_err(|source| StartupError::RootMissing {
+        root: root.to_path_buf(),
+        source,
+    })?;
+    if meta.is_dir() {
+        Ok(())
+    } else {
+        Err(StartupError::RootNotADirectory {
+            root: root.to_path_buf(),
         })
     }
 }
@@ -192,6 +258,29 @@ impl Config {
     /// The workspace root as given.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Every allowed directory: the root first, then those added with
+    /// [`ConfigBuilder::also_root`], in the order given.
+    pub fn roots(&self) -> Vec<AllowedRoot> {
+        std::iter::once(AllowedRoot {
+            path: self.root.clone(),
+            access: self.root_access,
+        })
+        .chain(self.more_roots.iter().cloned())
+        .collect()
+    }
+
+    /// The same configuration for one of its allowed directories alone:
+    /// that directory as the root, with its access, and no other root.
+    /// Surfaces with several roots open one engine per root from it.
+    pub fn for_root(&self, root: &AllowedRoot) -> Config {
+        Config {
+            root: root.path.clone(),
+            root_access: root.access,
+            more_roots: Vec::new(),
+            ..self.clone()
+        }
     }
 
     /// The output cap of one call.

@@ -58,8 +58,8 @@ pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 pub use catalog::SurfaceChoice;
 pub use config::{
-    Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES, StartupError,
+    AllowedRoot, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_OUTPUT_BYTES, RootAccess, StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;

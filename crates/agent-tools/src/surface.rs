@@ -76,6 +76,14 @@ pub trait Surface: Send + Sync + 'static {
     /// `failure.error.code()`, exhaustively.
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome;
 
+    /// Whether the surface serves several allowed directories (the
+    /// roots [`ConfigBuilder::also_root`](crate::ConfigBuilder::also_root)
+    /// adds). A surface that does not serves the root alone, and a
+    /// command line refuses extra roots for it rather than ignore them.
+    fn serves_several_roots(&self) -> bool {
+        false
+    }
+
     /// A new session: the state kept for one connection. None by default.
     fn new_session(&self) -> Session {
         Session::default()

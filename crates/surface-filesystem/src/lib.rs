@@ -12,18 +12,24 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod roots;
+
 use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use agent_tools::{
-    CallContext, CallOutcome, Cause, Config, Content, DefaultSurface, ErrorCode, Failure, Hints,
-    ProtocolError, Reply, Services, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
+    CallContext, CallOutcome, Cause, Config, Content, ErrorCode, Failure, Hints, ProtocolError,
+    Reply, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
 };
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_fs::WriteFileArgs;
 use agent_tools_text::{DecodeError, decode_lossy};
 use cap_std::fs::PermissionsExt as _;
+use roots::Need;
+pub use roots::{Root, Roots};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -125,7 +131,7 @@ struct MoveArgs {
 struct NoArgs {}
 
 impl Surface for FilesystemSurface {
-    type State = Services;
+    type State = Roots;
 
     fn name(&self) -> &'static str {
         FILESYSTEM_SURFACE
@@ -144,13 +150,13 @@ impl Surface for FilesystemSurface {
          params, -32603 anything else."
     }
 
-    fn open(&self, config: &Config) -> Result<Services, StartupError> {
-        // The same engine handles as the default surface: one workspace,
-        // one set of file tools and locks.
-        DefaultSurface.open(config)
+    fn open(&self, config: &Config) -> Result<Roots, StartupError> {
+        // The same engine handles as the default surface, once per allowed
+        // directory: a workspace, file tools and locks each.
+        Roots::open(config)
     }
 
-    fn tools(&self) -> Vec<ToolDef<Services>> {
+    fn tools(&self) -> Vec<ToolDef<Roots>> {
         vec![
             ToolDef::typed("read_file", READ_FILE, false, read_file)
                 .titled("Read text file", Hints::READ),
@@ -188,6 +194,10 @@ impl Surface for FilesystemSurface {
             ToolDef::typed("delete_file", DELETE_FILE, true, delete_file)
                 .titled("Delete file or directory", Hints::OVERWRITE),
         ]
+    }
+
+    fn serves_several_roots(&self) -> bool {
+        true
     }
 
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
@@ -228,26 +238,13 @@ pub fn rpc_code(code: ErrorCode) -> i64 {
     }
 }
 
-/// How a confined path is shown: absolute, under the root as it was given.
-fn shown(workspace: &Workspace, path: &ConfinedPath) -> String {
-    let full = match (workspace.given_root(), workspace.strip_root(path.abs())) {
-        (Some(given), Some(rel)) => given.join(rel),
-        _ => path.abs().to_path_buf(),
-    };
-    // Rebuilt from its components: no trailing `/` on a directory.
-    full.components()
-        .collect::<std::path::PathBuf>()
-        .display()
-        .to_string()
-}
-
 /// The text of a file: UTF-8, or UTF-16 with its byte order mark; a binary
 /// file is `is_binary` (binary content is a later step of this surface).
-fn read_text(services: &Services, raw: &str) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let path = ws.resolve(raw)?;
+fn read_text(roots: &Roots, raw: &str) -> ToolResult<String> {
+    let (root, path) = roots.resolve(raw, Need::Read)?;
+    let ws = root.workspace();
     let (file, meta) = ws.open_regular(&path, "use list_directory to see its entries")?;
-    let max = services.config().max_file_bytes();
+    let max = roots.config().max_file_bytes();
     if meta.len() > max {
         return Err(too_large(&path, meta.len().to_string(), max));
     }
@@ -279,12 +276,12 @@ fn too_large(path: &ConfinedPath, size: String, max: u64) -> ToolError {
     )
 }
 
-fn read_file(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    read_text(services, &args.path)
+fn read_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    read_text(roots, &args.path)
 }
 
 fn read_multiple_files(
-    services: &Services,
+    roots: &Roots,
     args: ReadMultipleArgs,
     _: &CallContext,
 ) -> ToolResult<Reply> {
@@ -299,7 +296,7 @@ fn read_multiple_files(
     let content = args
         .paths
         .iter()
-        .map(|raw| match read_text(services, raw) {
+        .map(|raw| match read_text(roots, raw) {
             Ok(text) => Content::Text(format!("{raw}:\n{text}")),
             Err(err) => Content::Text(format!("{raw}:\n[error: {}]", err.message())),
         })
@@ -318,9 +315,9 @@ fn create_dirs(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<()> {
         .map_err(|err| workspace.io_error(&err, path))
 }
 
-/// Creates the missing parents of `raw` (confined like every path).
-fn create_parents(workspace: &Workspace, raw: &str) -> ToolResult<()> {
-    match Path::new(raw).parent() {
+/// Creates the missing parents of `path` (confined like every path).
+fn create_parents(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<()> {
+    match path.rel().parent() {
         Some(parent) if !parent.as_os_str().is_empty() => {
             let parent = workspace.resolve(&parent.to_string_lossy())?;
             create_dirs(workspace, &parent)
@@ -329,30 +326,35 @@ fn create_parents(workspace: &Workspace, raw: &str) -> ToolResult<()> {
     }
 }
 
-fn write_file(services: &Services, args: WriteArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    // Resolved first, so a path outside the root creates no directory.
-    let path = ws.resolve(&args.path)?;
-    create_parents(ws, &args.path)?;
-    services
+fn write_file(roots: &Roots, args: WriteArgs, _: &CallContext) -> ToolResult<String> {
+    // Resolved first, so a path outside the roots creates no directory.
+    let (root, path) = roots.resolve(&args.path, Need::Write)?;
+    let ws = root.workspace();
+    create_parents(ws, &path)?;
+    // The engine's writer resolves the path again, beneath this root.
+    let abs = path.abs().to_string_lossy().into_owned();
+    root.services()
         .files()
-        .write_file(&WriteFileArgs::new(args.path.clone(), args.content))?;
-    Ok(format!("Successfully wrote {}", shown(ws, &path)))
+        .write_file(&WriteFileArgs::new(abs, args.content))?;
+    Ok(format!("Successfully wrote {}", root.shown(&path)))
 }
 
-fn create_directory(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let path = ws.resolve(&args.path)?;
-    create_dirs(ws, &path)?;
+fn create_directory(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let (root, path) = roots.resolve(&args.path, Need::Write)?;
+    create_dirs(root.workspace(), &path)?;
     Ok(format!(
         "Successfully created directory {}",
-        shown(ws, &path)
+        root.shown(&path)
     ))
 }
 
-fn list_directory(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let path = ws.resolve_dir(Some(&args.path), "use get_file_info or read_file on a file")?;
+fn list_directory(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let (root, path) = roots.resolve(&args.path, Need::Read)?;
+    let ws = root.workspace();
+    let path = ws.resolve_dir(
+        Some(&path.abs().to_string_lossy()),
+        "use get_file_info or read_file on a file",
+    )?;
     let dir = ws.open_dir(&path)?;
     let io = |err: std::io::Error| ws.io_error(&err, &path);
     let mut entries = Vec::new();
@@ -370,9 +372,9 @@ fn list_directory(services: &Services, args: PathArgs, _: &CallContext) -> ToolR
     Ok(out)
 }
 
-fn get_file_info(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let path = ws.resolve(&args.path)?;
+fn get_file_info(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    let (root, path) = roots.resolve(&args.path, Need::Read)?;
+    let ws = root.workspace();
     let meta = ws.metadata(&path)?;
     let kind = if meta.is_dir() {
         "directory"
@@ -395,31 +397,49 @@ fn get_file_info(services: &Services, args: PathArgs, _: &CallContext) -> ToolRe
     ))
 }
 
-fn list_allowed_directories(services: &Services, _: NoArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let access = if services.config().read_only() {
-        "read-only"
-    } else {
-        "read-write"
-    };
-    Ok(format!("{} ({access})\n", shown(ws, &ws.root_path())))
+fn list_allowed_directories(roots: &Roots, _: NoArgs, _: &CallContext) -> ToolResult<String> {
+    let mut out = String::new();
+    for root in roots.list().iter() {
+        let access = if root.writable() && !roots.config().read_only() {
+            "read-write"
+        } else {
+            "read-only"
+        };
+        let _ = writeln!(out, "{} ({access})", root.shown_root());
+    }
+    if out.is_empty() {
+        out.push_str("(no allowed directories yet)\n");
+    }
+    Ok(out)
 }
 
-fn move_file(services: &Services, args: MoveArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
-    let source = ws.resolve(&args.source)?;
-    let destination = ws.resolve(&args.destination)?;
+fn move_file(roots: &Roots, args: MoveArgs, _: &CallContext) -> ToolResult<String> {
+    let (root, source) = roots.resolve(&args.source, Need::Write)?;
+    let (to_root, destination) = roots.resolve(&args.destination, Need::Write)?;
     if source.is_root() || destination.is_root() {
         return Err(root_refused(&args.source));
     }
+    // One rename beneath one directory handle: a move between allowed
+    // directories would be a copy and a delete, which is not atomic.
+    if !Arc::ptr_eq(&root, &to_root) {
+        return Err(ToolError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "{} and {} lie in different allowed directories; a move stays within one \
+                 (read the file, write it at the destination, then delete the source)",
+                args.source, args.destination
+            ),
+        ));
+    }
+    let ws = root.workspace();
     // Absent source: not found, before any directory is created.
     ws.symlink_metadata(&source)?;
-    create_parents(ws, &args.destination)?;
+    create_parents(ws, &destination)?;
     agent_tools_fs::rename_new(ws, &source, &destination, None)?;
     Ok(format!(
         "Successfully moved {} to {}",
-        shown(ws, &source),
-        shown(ws, &destination)
+        root.shown(&source),
+        root.shown(&destination)
     ))
 }
 
@@ -430,8 +450,26 @@ fn root_refused(raw: &str) -> ToolError {
     )
 }
 
-fn delete_file(services: &Services, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    let ws = services.files().workspace();
+fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
+    // The directory the path falls in, and the write check; the path
+    // itself is resolved by parent below so that its last name is never
+    // followed.
+    let (root, _) = match roots.resolve(&args.path, Need::Write) {
+        Ok(found) => found,
+        // The entry may be a dangling or outward symlink, which resolving
+        // it whole refuses; then its parent decides.
+        Err(err) => {
+            let parent = Path::new(&args.path)
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .map(|parent| parent.to_string_lossy().into_owned());
+            match parent.map(|parent| roots.resolve(&parent, Need::Write)) {
+                Some(Ok(found)) => found,
+                _ => return Err(err),
+            }
+        }
+    };
+    let ws = root.workspace();
     let raw = Path::new(&args.path);
     // The final name is looked at, never followed: only the parent is
     // resolved, and the entry is removed by name from that directory.

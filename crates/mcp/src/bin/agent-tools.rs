@@ -4,7 +4,9 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_tools::{AgentTools, Config, Confinement, DEFAULT_SURFACE, Launcher, SurfaceChoice};
+use agent_tools::{
+    AgentTools, Config, Confinement, DEFAULT_SURFACE, Launcher, RootAccess, SurfaceChoice,
+};
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -52,9 +54,15 @@ struct WorkspaceArgs {
     /// The tool surface to offer (see `agent-tools surfaces`).
     #[arg(long, value_name = "NAME", default_value = DEFAULT_SURFACE)]
     surface: String,
-    /// The workspace folder the tools work in.
+    /// The workspace folder the tools work in. Surfaces that serve several
+    /// folders (filesystem) take it more than once; the first is where
+    /// relative paths are taken from.
+    #[arg(long, value_name = "DIR", required = true)]
+    root: Vec<PathBuf>,
+    /// A folder the tools may read but never write (surfaces that serve
+    /// several folders only; may be given more than once).
     #[arg(long, value_name = "DIR")]
-    root: PathBuf,
+    read_only_root: Vec<PathBuf>,
     /// Offer only the read-only tools.
     #[arg(long)]
     read_only: bool,
@@ -83,7 +91,26 @@ impl WorkspaceArgs {
         // `/proc/self/exe` names this very binary in the child too, even if
         // the file was replaced or deleted since the server started.
         let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
-        let config = Config::builder(&self.root)
+        let (first, more) = self
+            .root
+            .split_first()
+            .ok_or_else(|| anyhow::anyhow!("--root DIR is required"))?;
+        if (!more.is_empty() || !self.read_only_root.is_empty()) && !surface.serves_several_roots()
+        {
+            anyhow::bail!(
+                "the {} surface serves one folder: give --root once and no --read-only-root \
+                 (the filesystem surface serves several)",
+                surface.name()
+            );
+        }
+        let mut config = Config::builder(first);
+        for root in more {
+            config = config.also_root(root, RootAccess::ReadWrite);
+        }
+        for root in &self.read_only_root {
+            config = config.also_root(root, RootAccess::ReadOnly);
+        }
+        let config = config
             .bash_launcher(launcher)
             .read_only(self.read_only)
             .max_output_bytes(self.max_output_bytes)
