@@ -99,6 +99,15 @@ impl AgentTools {
         self.bound.config()
     }
 
+    /// Whether `name` is an offered tool that is brief by construction
+    /// ([`ToolDef::brief`](crate::ToolDef::brief)); unknown names are not.
+    pub fn is_brief(&self, name: &str) -> bool {
+        self.bound
+            .specs()
+            .iter()
+            .any(|spec| spec.name() == name && spec.brief())
+    }
+
     /// The surface's name.
     pub fn surface_name(&self) -> &'static str {
         self.bound.surface_name()

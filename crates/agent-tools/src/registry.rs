@@ -83,6 +83,7 @@ pub struct ToolSpec {
     input_schema: Arc<Map<String, Value>>,
     hints: Hints,
     bounded: bool,
+    brief: bool,
 }
 
 impl ToolSpec {
@@ -120,6 +121,11 @@ impl ToolSpec {
     /// Whether the tool caps its own output.
     pub fn bounded(&self) -> bool {
         self.bounded
+    }
+
+    /// Whether a call is brief by construction (see [`ToolDef::brief`]).
+    pub fn brief(&self) -> bool {
+        self.brief
     }
 }
 
@@ -184,6 +190,7 @@ impl<S: 'static> ToolDef<S> {
                 input_schema: Arc::new(schema::portable(&generated)),
                 hints: if mutating { Hints::EDIT } else { Hints::READ },
                 bounded: false,
+                brief: false,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
@@ -194,6 +201,19 @@ impl<S: 'static> ToolDef<S> {
     pub fn titled(mut self, title: &'static str, hints: Hints) -> ToolDef<S> {
         self.spec.title = title;
         self.spec.hints = hints;
+        self
+    }
+
+    /// Marks the tool as brief by construction: it reads a bounded set of
+    /// named paths (no walk of a tree), never waits on a lock, a process
+    /// or the network, and opens nothing that could block (FIFOs and
+    /// devices are refused before they are read). A server may run such a
+    /// call on the thread that received it instead of handing it to a
+    /// thread of its own, which is most of a small call's latency.
+    /// Writers are not brief: they may wait on another process's file
+    /// lock.
+    pub fn brief(mut self) -> ToolDef<S> {
+        self.spec.brief = true;
         self
     }
 

@@ -76,6 +76,13 @@ pub trait ToolSet: Send + Sync + 'static {
     fn new_session(&self) -> Session {
         Session::default()
     }
+    /// Whether a call of `name` is brief by construction: bounded work on
+    /// named files, nothing that waits (see `agent_tools::ToolDef::brief`).
+    /// The server may run such a call on the thread that received it.
+    /// None is, by default.
+    fn is_brief(&self, _name: &str) -> bool {
+        false
+    }
     /// A call the transport could not even hand over (its arguments are
     /// not an object, its request is too long or cannot be read), rendered
     /// as the tool set renders its own failures. By default, the JSON
@@ -114,6 +121,10 @@ impl ToolSet for AgentTools {
 
     fn new_session(&self) -> Session {
         AgentTools::new_session(self)
+    }
+
+    fn is_brief(&self, name: &str) -> bool {
+        AgentTools::is_brief(self, name)
     }
 
     fn reject(&self, error: ToolError, cancelled: bool) -> CallOutcome {
@@ -221,7 +232,7 @@ impl<T: ToolSet> McpServer<T> {
     /// Cancels every call, running or waiting, and makes new ones return at
     /// once: what end of input and a termination signal do.
     pub fn shut_down(&self) {
-        self.flow.shutdown.cancel();
+        self.flow.shut_down();
     }
 }
 
@@ -297,7 +308,8 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let flow = self.flow.clone();
-        let cancelled = {
+        // Boxed: awaited here first, then handed on with the call.
+        let mut cancelled = Box::pin({
             let request_ct = context.ct.clone();
             let shutdown = flow.shutdown.clone();
             async move {
@@ -306,8 +318,7 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                     () = shutdown.cancelled() => {}
                 }
             }
-        };
-        tokio::pin!(cancelled);
+        });
         // A call starts when a slot is free and the responses already made
         // are being read; until then it costs no thread.
         let slot = tokio::select! {
@@ -329,46 +340,79 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
             cancel: CancelToken::new(),
             session: self.session.clone(),
         };
-        let cancel = call.cancel.clone();
         let tools = self.tools.clone();
         let name = request.name.into_owned();
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        // Each call runs on a thread of its own, not on the runtime's
-        // blocking pool: a waiting command then never keeps the protocol
-        // (a ping, a quick read) from being served, and the slot count
-        // bounds the threads.
-        let (done, result) = tokio::sync::oneshot::channel();
-        let spawned = std::thread::Builder::new()
-            .name("tool-call".into())
-            .spawn(move || {
+        // A brief call runs right here, on the runtime thread that took
+        // the request: no thread to start and none to wake, which is most
+        // of a small call's round trip on an idle machine. At most one
+        // runtime thread fewer than there are runs one at a time, so one
+        // thread is always free to serve the protocol (a ping, a
+        // cancellation, the writer). Every other call gets a thread of its
+        // own, so a long one never holds a runtime thread.
+        let inline = if self.tools.is_brief(&name) {
+            flow.enter_inline(&context.id, &call.cancel)
+        } else {
+            None
+        };
+        let result = match inline {
+            Some(inline) => {
+                // Nothing polls `cancelled` meanwhile: the reader and
+                // shutdown set the call's flag through `inline` instead.
                 let result = tools.call(&name, args, &call);
-                let _ = done.send(result);
+                drop(inline);
                 drop(slot);
-            });
-        let result = match spawned {
-            Err(err) => self.tools.reject(
-                ToolError::internal(format!("cannot start a thread: {err}")),
-                false,
-            ),
-            Ok(_) => {
-                tokio::pin!(result);
-                tokio::select! {
-                    biased;
-                    outcome = &mut result => outcome,
-                    () = &mut cancelled => {
-                        cancel.cancel();
-                        result.await
-                    }
-                }
-                .unwrap_or_else(|_| {
-                    self.tools.reject(
-                        ToolError::internal("the tool call ended without a result"),
-                        false,
-                    )
-                })
+                result
             }
+            None => run_on_own_thread(&self.tools, tools, name, args, call, slot, cancelled).await,
         };
         to_call_tool_response(result)
+    }
+}
+
+/// Runs a call on a thread of its own and waits for it, cancelling it when
+/// `cancelled` completes first.
+async fn run_on_own_thread<T: ToolSet>(
+    own: &Arc<T>,
+    tools: Arc<T>,
+    name: String,
+    args: Value,
+    call: CallContext,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    cancelled: impl std::future::Future<Output = ()>,
+) -> CallOutcome {
+    let cancel = call.cancel.clone();
+    let (done, result) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tool-call".into())
+        .spawn(move || {
+            let result = tools.call(&name, args, &call);
+            let _ = done.send(result);
+            drop(slot);
+        });
+    match spawned {
+        Err(err) => own.reject(
+            ToolError::internal(format!("cannot start a thread: {err}")),
+            false,
+        ),
+        Ok(_) => {
+            tokio::pin!(result);
+            tokio::pin!(cancelled);
+            tokio::select! {
+                biased;
+                outcome = &mut result => outcome,
+                () = &mut cancelled => {
+                    cancel.cancel();
+                    result.await
+                }
+            }
+            .unwrap_or_else(|_| {
+                own.reject(
+                    ToolError::internal("the tool call ended without a result"),
+                    false,
+                )
+            })
+        }
     }
 }
 
@@ -395,14 +439,13 @@ pub async fn serve_stdio_with<T: ToolSet>(
     let reject = move |error| tools.reject(error, false);
     let transport = FramedStdio::new(read, write, flow.clone(), Arc::new(reject));
     let running = server.serve(transport).await?;
-    let shutdown = flow.shutdown.clone();
     tokio::select! {
         quit = running.waiting() => {
-            shutdown.cancel();
+            flow.shut_down();
             quit?;
         }
         () = stop => {
-            shutdown.cancel();
+            flow.shut_down();
         }
     }
     Ok(())

@@ -24,13 +24,17 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_tools::CancelToken;
 use agent_tools::{CallOutcome, ErrorCode, ToolError};
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions, JsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcMessage,
+    RequestId,
+};
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
 use serde::Deserialize;
@@ -105,6 +109,39 @@ pub(crate) struct Flow {
     changed: Notify,
     pub(crate) call_slots: Arc<Semaphore>,
     pub(crate) shutdown: CancellationToken,
+    /// Brief calls running on runtime threads now.
+    inline_calls: AtomicUsize,
+    /// Their request ids and cancel flags. Nothing polls a future while
+    /// such a call runs, so the reader sets the flag itself when the
+    /// client cancels the request, and shutdown sets them all.
+    inline_cancels: Mutex<Vec<(RequestId, CancelToken)>>,
+}
+
+/// One brief call running on a runtime thread; its place and its entry
+/// among the cancel flags are given back when it is dropped.
+#[derive(Debug)]
+pub(crate) struct InlineCall<'a> {
+    flow: &'a Flow,
+    id: RequestId,
+}
+
+impl Drop for InlineCall<'_> {
+    fn drop(&mut self) {
+        let mut cancels = lock(&self.flow.inline_cancels);
+        if let Some(at) = cancels.iter().position(|(id, _)| *id == self.id) {
+            cancels.swap_remove(at);
+        }
+        drop(cancels);
+        self.flow.inline_calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The vector behind a mutex, whole even if a holder panicked (every
+/// change to it is one push or one removal).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Flow {
@@ -117,7 +154,60 @@ impl Flow {
             changed: Notify::new(),
             call_slots: Arc::new(Semaphore::new(limits.max_concurrent_calls.max(1))),
             shutdown: CancellationToken::new(),
+            inline_calls: AtomicUsize::new(0),
+            inline_cancels: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Cancels every call, running or waiting, and makes new ones return at
+    /// once.
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.cancel();
+        for (_, cancel) in lock(&self.inline_cancels).iter() {
+            cancel.cancel();
+        }
+    }
+
+    /// The client cancelled request `id`: when it is a brief call running
+    /// on a runtime thread, set its flag (other calls are told through
+    /// their request's token).
+    fn cancel_inline(&self, id: &RequestId) {
+        for (running, cancel) in lock(&self.inline_cancels).iter() {
+            if running == id {
+                cancel.cancel();
+            }
+        }
+    }
+
+    /// A place for brief call `id` on the current runtime thread, when one
+    /// is free: the runtime must have several threads, and at most all but
+    /// one of them run brief calls at once, so one is always left for the
+    /// protocol. None on a single-threaded runtime.
+    pub(crate) fn enter_inline(
+        &self,
+        id: &RequestId,
+        cancel: &CancelToken,
+    ) -> Option<InlineCall<'_>> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return None;
+        }
+        let places = handle.metrics().num_workers().saturating_sub(1);
+        self.inline_calls
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < places).then_some(running + 1)
+            })
+            .ok()?;
+        let call = InlineCall {
+            flow: self,
+            id: id.clone(),
+        };
+        lock(&self.inline_cancels).push((id.clone(), cancel.clone()));
+        // Shut down before the flag was listed: it would be missed.
+        if self.shutdown.is_cancelled() {
+            cancel.cancel();
+        }
+        Some(call)
     }
 
     /// The writer keeps up: responses waiting are under the cap.
@@ -340,6 +430,15 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
                     Some(JsonRpcMessage::Request(request))
                 }
             }
+            Ok(JsonRpcMessage::Notification(notification)) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.flow.cancel_inline(id);
+                }
+                Some(JsonRpcMessage::Notification(notification))
+            }
             Ok(other) => Some(other),
             Err(err) => {
                 self.answer_unparsable(text, &err);
@@ -445,7 +544,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         if result.is_err() && !broken {
             // Nobody reads any more: stop the work being done for them.
             broken = true;
-            flow.shutdown.cancel();
+            flow.shut_down();
         }
         if let Some(done) = done {
             let _ = done.send(result);
@@ -492,12 +591,12 @@ impl<R: AsyncRead + Send + Unpin + 'static> Transport<RoleServer> for FramedStdi
                 }
                 Ok(Frame::Oversized) => self.answer_oversized(),
                 Ok(Frame::Eof) => {
-                    self.flow.shutdown.cancel();
+                    self.flow.shut_down();
                     return None;
                 }
                 Err(err) => {
                     tracing::error!(error = %err, "reading stdin failed");
-                    self.flow.shutdown.cancel();
+                    self.flow.shut_down();
                     return None;
                 }
             }
@@ -643,6 +742,65 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn runtime(workers: usize) -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn brief_calls_leave_one_runtime_thread_free() {
+        let flow = Flow::new(ServerLimits::default());
+        let (one, two) = (RequestId::Number(1), RequestId::Number(2));
+        let (a, b) = (CancelToken::new(), CancelToken::new());
+        runtime(2).block_on(async {
+            let first = flow.enter_inline(&one, &a);
+            assert!(first.is_some(), "one of two threads may run a brief call");
+            assert!(flow.enter_inline(&two, &b).is_none(), "the other stays free");
+            drop(first);
+            assert!(flow.enter_inline(&two, &b).is_some(), "the place came back");
+        });
+        runtime(1).block_on(async {
+            assert!(flow.enter_inline(&one, &a).is_none(), "one thread: never");
+        });
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async {
+                assert!(flow.enter_inline(&one, &a).is_none(), "current thread: never");
+            });
+        assert!(flow.enter_inline(&one, &a).is_none(), "outside a runtime: never");
+    }
+
+    #[test]
+    fn a_brief_call_is_cancelled_by_its_request_id_and_by_shutdown() {
+        let flow = Flow::new(ServerLimits::default());
+        let (one, two) = (RequestId::Number(1), RequestId::String("two".into()));
+        let (a, b) = (CancelToken::new(), CancelToken::new());
+        runtime(3).block_on(async {
+            let _first = flow.enter_inline(&one, &a).unwrap();
+            let second = flow.enter_inline(&two, &b).unwrap();
+            flow.cancel_inline(&RequestId::Number(3));
+            assert!(!a.is_cancelled() && !b.is_cancelled(), "another id");
+            flow.cancel_inline(&one);
+            assert!(a.is_cancelled() && !b.is_cancelled());
+            drop(second);
+            // Gone from the list: a late cancellation reaches nothing.
+            flow.cancel_inline(&two);
+            assert!(!b.is_cancelled());
+            let c = CancelToken::new();
+            let _third = flow.enter_inline(&two, &c).unwrap();
+            flow.shut_down();
+            assert!(c.is_cancelled(), "shutdown cancels running brief calls");
+            // After shutdown, a brief call starts cancelled.
+            drop(_third);
+            let d = CancelToken::new();
+            let _fourth = flow.enter_inline(&RequestId::Number(4), &d).unwrap();
+            assert!(d.is_cancelled());
+        });
+    }
 
     #[test]
     fn scans_id_and_method_from_broken_or_cut_objects() {

@@ -5,6 +5,7 @@ use agent_tools_fs::{
 };
 
 use crate::registry::ToolDef;
+use crate::services::Services;
 
 const READ_FILE: &str = "Read a text file. Prints each line as its line number, a tab, then the line \
 (the number and tab are not part of the file). Paths are relative to the workspace root, or absolute inside it. \
@@ -49,9 +50,15 @@ in its messages are those of the file as you read it.";
 /// `read_file`, `list_dir`, `glob`, `grep`.
 pub(crate) fn read_tools() -> Vec<ToolDef> {
     vec![
-        ToolDef::typed("read_file", READ_FILE, false, |s, a: ReadFileArgs, call| {
-            s.files.read_file_with(&a, call.cancel.flag())
-        }),
+        // One named file, opened without blocking, bounded by
+        // max_file_bytes: brief.
+        ToolDef::typed(
+            "read_file",
+            READ_FILE,
+            false,
+            |s: &Services, a: ReadFileArgs, call| s.files.read_file_with(&a, call.cancel.flag()),
+        )
+        .brief(),
         ToolDef::typed("list_dir", LIST_DIR, false, |s, a: ListDirArgs, call| {
             s.files.list_dir_with(&a, call.cancel.flag())
         }),
