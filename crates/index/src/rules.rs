@@ -1,0 +1,315 @@
+//! Which paths the index holds: the rules of the file tools' own walk with
+//! ignore files respected. Hidden files are kept; `.ignore`, `.gitignore`,
+//! `.git/info/exclude` and the user's global excludes are honoured with
+//! git's precedence (even outside a repository); a directory named `.git`
+//! is never entered; symlinks are never followed; only directories and
+//! regular files with UTF-8 names count. Matching is the `ignore` crate's
+//! gitignore matcher, fed with the bytes of ignore files read here.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+/// An ignore file larger than this is not read. The file tools' walk skips
+/// such a file with a note, which the index cannot repeat, so a tree that
+/// has one is served by scanning (see [`crate::Anomaly`]).
+pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The names in a directory that change how its subtree is ignored.
+pub(crate) const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
+
+/// The ignore rules of one directory, linked to those of its parents.
+#[derive(Debug)]
+pub(crate) struct RuleLevel {
+    parent: Option<Arc<RuleLevel>>,
+    /// Length of this directory's root-relative path plus its `/` (0 for
+    /// the root): where the paths its rules see begin.
+    prefix_len: usize,
+    ignore: Option<Gitignore>,
+    gitignore: Option<Gitignore>,
+    exclude: Option<Gitignore>,
+    /// The directory holds `.git` (file or directory): a repository's top,
+    /// above which `.gitignore` and the exclude file stop applying.
+    has_git: bool,
+}
+
+/// What reading a directory's rules ran into that the walk reports as a
+/// note (an ignore file that is not a regular file, or too large, or
+/// unreadable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RuleTrouble {
+    pub path: String,
+}
+
+/// Reads the rules of the directory at `dir_abs` (root-relative `dir_rel`)
+/// and links them over `parent`. Returns `parent` when it adds nothing.
+pub(crate) fn level_for(
+    dir_abs: &Path,
+    dir_rel: &str,
+    parent: Option<Arc<RuleLevel>>,
+    troubles: &mut Vec<RuleTrouble>,
+) -> Option<Arc<RuleLevel>> {
+    let mut load = |path: &Path, rel: String| match read_rules(path) {
+        Ok(rules) => rules,
+        Err(()) => {
+            troubles.push(RuleTrouble { path: rel });
+            None
+        }
+    };
+    let ignore = load(&dir_abs.join(".ignore"), join(dir_rel, ".ignore"));
+    let gitignore = load(&dir_abs.join(".gitignore"), join(dir_rel, ".gitignore"));
+    let git_meta = std::fs::symlink_metadata(dir_abs.join(".git")).ok();
+    let exclude = if git_meta.as_ref().is_some_and(|m| m.is_dir()) {
+        // Read only when `.git` and `info` are real directories.
+        let info = dir_abs.join(".git").join("info");
+        if std::fs::symlink_metadata(&info).is_ok_and(|m| m.is_dir()) {
+            load(&info.join("exclude"), join(dir_rel, ".git/info/exclude"))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    let has_git = git_meta.is_some();
+    if ignore.is_none() && gitignore.is_none() && exclude.is_none() && !has_git {
+        return parent;
+    }
+    Some(Arc::new(RuleLevel {
+        parent,
+        prefix_len: if dir_rel.is_empty() {
+            0
+        } else {
+            dir_rel.len() + 1
+        },
+        ignore,
+        gitignore,
+        exclude,
+        has_git,
+    }))
+}
+
+/// Whether the root-relative `rel` is ignored under `level` (the rules of
+/// its parent directory) and the global excludes. For each of `.ignore`,
+/// `.gitignore` and the exclude file the deepest matching rule decides;
+/// `.ignore` outranks `.gitignore`, which outranks the exclude file, which
+/// outranks the global excludes.
+pub(crate) fn is_ignored(
+    level: Option<&RuleLevel>,
+    global: Option<&Gitignore>,
+    rel: &str,
+    is_dir: bool,
+) -> bool {
+    let mut by_ignore = Match::None;
+    let mut by_gitignore = Match::None;
+    let mut by_exclude = Match::None;
+    let mut above_repository = false;
+    let mut here = level;
+    while let Some(rules) = here {
+        let sub = rel.get(rules.prefix_len..).unwrap_or(rel);
+        if by_ignore.is_none()
+            && let Some(set) = &rules.ignore
+        {
+            by_ignore = set.matched(sub, is_dir).map(|_| ());
+        }
+        if !above_repository {
+            if by_gitignore.is_none()
+                && let Some(set) = &rules.gitignore
+            {
+                by_gitignore = set.matched(sub, is_dir).map(|_| ());
+            }
+            if by_exclude.is_none()
+                && let Some(set) = &rules.exclude
+            {
+                by_exclude = set.matched(sub, is_dir).map(|_| ());
+            }
+        }
+        above_repository |= rules.has_git;
+        here = rules.parent.as_deref();
+    }
+    let decided = by_ignore.or(by_gitignore).or(by_exclude);
+    let decided = match (&decided, global) {
+        (Match::None, Some(global)) => global.matched(rel, is_dir).map(|_| ()),
+        _ => decided,
+    };
+    decided.is_ignore()
+}
+
+/// Reads one ignore file without following a symlink: `Ok(None)` when it
+/// is absent, `Err(())` when it is there but is not a regular file, is
+/// larger than [`MAX_IGNORE_FILE_BYTES`] or cannot be read.
+fn read_rules(path: &Path) -> Result<Option<Gitignore>, ()> {
+    let file = match open_no_follow(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => return Err(()),
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Err(()),
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_IGNORE_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| ())?;
+    if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
+        return Err(());
+    }
+    Ok(Some(rules_from_bytes(&bytes)))
+}
+
+/// Opens a file for reading without following a final symlink and without
+/// blocking on a FIFO.
+pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Gitignore rules from an ignore file's bytes, anchored at its directory:
+/// a UTF-8 byte-order mark and `\r` line ends are dropped, and lines that
+/// are not UTF-8 or not valid globs are skipped, as git skips them.
+fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
+    let mut builder = GitignoreBuilder::new("");
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Ok(line) = std::str::from_utf8(line) {
+            let _ = builder.add_line(None, line);
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// The bytes of the user's global excludes file (`core.excludesFile`, or
+/// `~/.config/git/ignore`), if it is a readable regular file of bounded
+/// size. Kept as bytes so a later query can tell whether it changed.
+pub(crate) fn global_excludes_bytes() -> Option<Vec<u8>> {
+    let path = ignore::gitignore::gitconfig_excludes_path()?;
+    // The file lives outside the workspace and belongs to the user running
+    // the server, so a symlink to it is followed; it must still be regular.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_IGNORE_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_IGNORE_FILE_BYTES).then_some(bytes)
+}
+
+/// The global excludes as rules.
+pub(crate) fn global_rules(bytes: Option<&[u8]>) -> Option<Gitignore> {
+    bytes.map(rules_from_bytes)
+}
+
+/// `dir/name`, or `name` at the root.
+pub(crate) fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The parent of a root-relative path (`""` for a top-level entry).
+pub(crate) fn parent_of(rel: &str) -> &str {
+    rel.rfind('/').map_or("", |at| &rel[..at])
+}
+
+/// The last component of a root-relative path.
+pub(crate) fn name_of(rel: &str) -> &str {
+    rel.rfind('/').map_or(rel, |at| &rel[at + 1..])
+}
+
+/// Whether `rel` is `dir` or lies beneath it (every path lies beneath `""`).
+pub(crate) fn is_within(rel: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || (rel.starts_with(dir) && (rel.len() == dir.len() || rel.as_bytes()[dir.len()] == b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(root: &Path, rel: &str, parent: Option<Arc<RuleLevel>>) -> Option<Arc<RuleLevel>> {
+        let mut troubles = Vec::new();
+        let abs = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(rel)
+        };
+        let level = level_for(&abs, rel, parent, &mut troubles);
+        assert!(troubles.is_empty(), "{troubles:?}");
+        level
+    }
+
+    #[test]
+    fn deeper_rules_and_negation_decide() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join("a/b"))?;
+        std::fs::write(dir.path().join(".gitignore"), "*.log\nbuild/\n")?;
+        std::fs::write(dir.path().join("a/.gitignore"), "!keep.log\n")?;
+        let top = level(dir.path(), "", None);
+        let a = level(dir.path(), "a", top.clone());
+        assert!(is_ignored(top.as_deref(), None, "x.log", false));
+        assert!(is_ignored(top.as_deref(), None, "build", true));
+        assert!(!is_ignored(top.as_deref(), None, "build", false));
+        assert!(is_ignored(a.as_deref(), None, "a/x.log", false));
+        assert!(!is_ignored(a.as_deref(), None, "a/keep.log", false));
+        Ok(())
+    }
+
+    #[test]
+    fn dot_ignore_outranks_gitignore_and_repository_tops_stop_gitignore() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join("repo/.git"))?;
+        std::fs::write(dir.path().join(".gitignore"), "*.tmp\n")?;
+        std::fs::write(dir.path().join(".ignore"), "*.bak\n")?;
+        std::fs::write(dir.path().join("repo/.gitignore"), "!*.bak\n")?;
+        let top = level(dir.path(), "", None);
+        let repo = level(dir.path(), "repo", top.clone());
+        // The parent's .gitignore stops at the repository's top ...
+        assert!(!is_ignored(repo.as_deref(), None, "repo/x.tmp", false));
+        // ... but its .ignore does not, and outranks the repo's .gitignore.
+        assert!(is_ignored(repo.as_deref(), None, "repo/x.bak", false));
+        Ok(())
+    }
+
+    #[test]
+    fn an_ignore_file_that_is_a_symlink_is_trouble() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("real"), "*.x\n")?;
+        std::os::unix::fs::symlink("real", dir.path().join(".gitignore"))?;
+        let mut troubles = Vec::new();
+        let _ = level_for(dir.path(), "", None, &mut troubles);
+        assert_eq!(
+            troubles,
+            vec![RuleTrouble {
+                path: ".gitignore".into()
+            }]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn path_helpers() {
+        assert_eq!(parent_of("a/b/c"), "a/b");
+        assert_eq!(parent_of("c"), "");
+        assert_eq!(name_of("a/b/c"), "c");
+        assert!(is_within("a/b", "a"));
+        assert!(is_within("a", "a"));
+        assert!(!is_within("ab", "a"));
+        assert!(is_within("x", ""));
+    }
+}

@@ -1,0 +1,931 @@
+//! The index's data: the file table, the directories it covers with their
+//! ignore rules, and the trigram segments; how it is built and how one
+//! changed path is brought up to date.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+use ignore::gitignore::Gitignore;
+
+use crate::postings::{Segment, Trigram, TrigramCollector};
+use crate::query::{Answer, Postings, Query, evaluate};
+use crate::rules::{
+    self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join,
+    level_for, name_of, open_no_follow, parent_of,
+};
+
+/// A file whose first NUL byte lies at or past this offset is always a
+/// candidate. Before it, the searcher's binary check (which looks at the
+/// first block of a file, at least this large) makes a multiline search
+/// give up on the file, and a line search only reads up to the NUL, so
+/// indexing the bytes before the NUL is exact; past it, a multiline search
+/// would read on.
+pub(crate) const NUL_CHECK_BYTES: usize = 8 * 1024;
+
+/// Files re-indexed since the last compaction that are kept as loose lists
+/// before being packed into a segment.
+const LOOSE_FILES: usize = 64;
+/// Segments kept before they are merged into one.
+const MAX_SEGMENTS: usize = 8;
+/// Files read per unit of build work.
+const BUILD_CHUNK: usize = 256;
+/// What one posting costs, on average, as the budget counts it (the
+/// delta-varint lists measure about 1.2 bytes a posting on source trees).
+const BUDGET_BYTES_PER_POSTING: u64 = 2;
+
+/// The limits of one index.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub max_file_bytes: u64,
+    pub memory_budget: u64,
+}
+
+/// Why a file is a candidate for every query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlwaysReason {
+    /// Larger than the size cap.
+    TooLarge,
+    /// Starts with a byte-order mark: the searcher transcodes it first.
+    ByteOrderMark,
+    /// A NUL byte past the first block (a multiline search reads on).
+    LateNul,
+    /// It could not be read.
+    Unreadable,
+    /// Past the memory budget.
+    OverBudget,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Content {
+    /// Its trigrams are in the index.
+    Indexed,
+    /// A candidate for every query.
+    Always(AlwaysReason),
+    /// Replaced or removed; its postings linger until the next merge.
+    Dead,
+}
+
+/// What is compared to tell whether a file changed without an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified: SystemTime,
+    inode: u64,
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            size: meta.len(),
+            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            inode: meta.ino(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct FileRecord {
+    path: Arc<str>,
+    stamp: Stamp,
+    content: Content,
+    /// Bytes of text indexed (0 unless indexed).
+    text_bytes: u64,
+    postings: u64,
+}
+
+#[derive(Debug)]
+struct DirRecord {
+    /// The rules that apply to the directory's entries (its own included).
+    rules: Option<Arc<RuleLevel>>,
+    inode: u64,
+}
+
+/// A file as listed by the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    /// Relative to the root, `/`-separated.
+    pub path: String,
+    /// Its modification time when last seen.
+    pub modified: SystemTime,
+    /// Its size when last seen.
+    pub size: u64,
+}
+
+/// Figures about an index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Files in the table.
+    pub files: u64,
+    /// Files whose text is in the trigram index.
+    pub indexed_files: u64,
+    /// Files that are candidates for every query.
+    pub always_candidates: u64,
+    /// Bytes of text indexed.
+    pub text_bytes: u64,
+    /// (trigram, file) pairs held.
+    pub postings: u64,
+    /// Heap bytes of the posting lists and trigram tables.
+    pub postings_bytes: u64,
+    /// Heap bytes of the file and directory tables (estimated).
+    pub table_bytes: u64,
+    /// Directories covered.
+    pub directories: u64,
+}
+
+impl IndexStats {
+    /// All the memory the index holds (estimated).
+    pub fn memory_bytes(&self) -> u64 {
+        self.postings_bytes + self.table_bytes
+    }
+}
+
+/// Installs and removes directory watches.
+pub(crate) trait Watch {
+    fn watch(&mut self, dir: &Path) -> Result<(), WatchFailure>;
+    fn unwatch(&mut self, dir: &Path);
+}
+
+/// Why a watch could not be set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchFailure {
+    /// The system's (or the configured) limit on watches was reached.
+    Limit,
+    /// Another failure, in words.
+    Other(String),
+}
+
+/// Paths the file tools' walk would report in a note, which the index
+/// cannot repeat: a query touching the tree while there are any is served
+/// by a scan, which says them.
+#[derive(Debug, Default)]
+struct Troubles {
+    paths: BTreeSet<String>,
+}
+
+pub(crate) struct State {
+    root: PathBuf,
+    limits: Limits,
+    /// A directory inside the root the index must not list (its own
+    /// scratch directory, when the system's temp folder lies in the root).
+    hidden_dir: Option<String>,
+    global_bytes: Option<Vec<u8>>,
+    global: Option<Gitignore>,
+    files: Vec<FileRecord>,
+    by_path: HashMap<Arc<str>, u32>,
+    dirs: BTreeMap<String, DirRecord>,
+    /// `.git/info` directories watched, by the directory whose rules they
+    /// hold.
+    exclude_dirs: BTreeMap<String, PathBuf>,
+    segments: Vec<Segment>,
+    /// Files indexed since the last packing, with their sorted trigrams.
+    loose: Vec<(u32, Vec<Trigram>)>,
+    troubles: Troubles,
+    live_postings: u64,
+    dead: usize,
+}
+
+/// One file read for the index.
+struct Read1 {
+    stamp: Option<Stamp>,
+    outcome: Result<Vec<Trigram>, AlwaysReason>,
+    text_bytes: u64,
+}
+
+/// What a walk of a subtree found.
+#[derive(Default)]
+struct Listing {
+    dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
+    files: Vec<String>,
+    troubles: Vec<String>,
+}
+
+impl State {
+    fn empty(root: PathBuf, limits: Limits, hidden_dir: Option<String>) -> State {
+        let global_bytes = rules::global_excludes_bytes();
+        State {
+            global: global_rules(global_bytes.as_deref()),
+            global_bytes,
+            root,
+            limits,
+            hidden_dir,
+            files: Vec::new(),
+            by_path: HashMap::new(),
+            dirs: BTreeMap::new(),
+            exclude_dirs: BTreeMap::new(),
+            segments: Vec::new(),
+            loose: Vec::new(),
+            troubles: Troubles::default(),
+            live_postings: 0,
+            dead: 0,
+        }
+    }
+
+    /// Walks and indexes the whole tree, installing watches as it goes
+    /// (each before its directory is listed, so no change is missed).
+    pub(crate) fn build(
+        root: PathBuf,
+        limits: Limits,
+        hidden_dir: Option<String>,
+        watch: &mut dyn Watch,
+        stop: &AtomicBool,
+    ) -> Result<State, WatchFailure> {
+        let mut state = State::empty(root, limits, hidden_dir);
+        let listing = state.walk("", None, watch, stop)?;
+        let mut paths = listing.files.clone();
+        paths.sort_unstable();
+        state.adopt_listing_dirs(&listing);
+        let reads = state.read_all(&paths, stop);
+        let mut pairs_segments = Vec::new();
+        for (chunk_paths, chunk) in paths.chunks(BUILD_CHUNK).zip(reads) {
+            let mut pairs = Vec::new();
+            for (path, read) in chunk_paths.iter().zip(chunk) {
+                let id = state.push_file(path, &read);
+                if let Ok(trigrams) = read.outcome {
+                    pairs.extend(trigrams.iter().map(|&t| (u64::from(t) << 32) | u64::from(id)));
+                }
+            }
+            pairs_segments.push(Segment::from_pairs(pairs));
+        }
+        let parts: Vec<&Segment> = pairs_segments.iter().collect();
+        let base = Segment::merge(&parts, Some);
+        drop(parts);
+        state.segments = vec![base];
+        Ok(state)
+    }
+
+    /// Reads and extracts the trigrams of files, on up to two threads,
+    /// chunk by chunk, honouring the memory budget.
+    fn read_all(&self, paths: &[String], stop: &AtomicBool) -> Vec<Vec<Read1>> {
+        let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
+        let results: Mutex<Vec<Option<Vec<Read1>>>> =
+            Mutex::new((0..chunks.len()).map(|_| None).collect());
+        let next = AtomicUsize::new(0);
+        let spent = AtomicU64::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 2);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| {
+                    let mut collector = TrigramCollector::new();
+                    loop {
+                        let at = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(chunk) = chunks.get(at) else { break };
+                        let reads: Vec<Read1> = chunk
+                            .iter()
+                            .map(|path| {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Read1 {
+                                        stamp: None,
+                                        outcome: Err(AlwaysReason::Unreadable),
+                                        text_bytes: 0,
+                                    };
+                                }
+                                let mut read = self.read_file(path, &mut collector);
+                                charge_budget(&mut read, &spent, self.limits.memory_budget);
+                                read
+                            })
+                            .collect();
+                        results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
+                    }
+                });
+            }
+        });
+        results
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect()
+    }
+
+    /// Reads one file for the index: stat first (so a racing write is seen
+    /// again by its own event), then its text up to the first NUL.
+    fn read_file(&self, rel: &str, collector: &mut TrigramCollector) -> Read1 {
+        let unreadable = |stamp| Read1 {
+            stamp,
+            outcome: Err(AlwaysReason::Unreadable),
+            text_bytes: 0,
+        };
+        let Ok(file) = open_no_follow(&self.root.join(rel)) else {
+            return unreadable(None);
+        };
+        let Ok(meta) = file.metadata() else {
+            return unreadable(None);
+        };
+        let stamp = Some(Stamp::of(&meta));
+        if !meta.is_file() {
+            return unreadable(stamp);
+        }
+        if meta.len() > self.limits.max_file_bytes {
+            return Read1 {
+                stamp,
+                outcome: Err(AlwaysReason::TooLarge),
+                text_bytes: 0,
+            };
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        if file
+            .take(self.limits.max_file_bytes + 1)
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            return unreadable(stamp);
+        }
+        if bytes.len() as u64 > self.limits.max_file_bytes {
+            return Read1 {
+                stamp,
+                outcome: Err(AlwaysReason::TooLarge),
+                text_bytes: 0,
+            };
+        }
+        if has_byte_order_mark(&bytes) {
+            return Read1 {
+                stamp,
+                outcome: Err(AlwaysReason::ByteOrderMark),
+                text_bytes: 0,
+            };
+        }
+        let text = match memchr_nul(&bytes) {
+            Some(at) if at >= NUL_CHECK_BYTES => {
+                return Read1 {
+                    stamp,
+                    outcome: Err(AlwaysReason::LateNul),
+                    text_bytes: 0,
+                };
+            }
+            Some(at) => &bytes[..at],
+            None => &bytes[..],
+        };
+        Read1 {
+            stamp,
+            text_bytes: text.len() as u64,
+            outcome: Ok(collector.collect(text)),
+        }
+    }
+
+    /// Adds a file record for a read; returns its id.
+    fn push_file(&mut self, rel: &str, read: &Read1) -> u32 {
+        let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
+        let path: Arc<str> = Arc::from(rel);
+        let (content, postings) = match &read.outcome {
+            Ok(trigrams) => (Content::Indexed, trigrams.len() as u64),
+            Err(why) => (Content::Always(*why), 0),
+        };
+        self.live_postings += postings;
+        self.files.push(FileRecord {
+            path: Arc::clone(&path),
+            stamp: read.stamp.unwrap_or(Stamp {
+                size: 0,
+                modified: SystemTime::UNIX_EPOCH,
+                inode: 0,
+                ctime: (0, 0),
+            }),
+            content,
+            text_bytes: if content == Content::Indexed {
+                read.text_bytes
+            } else {
+                0
+            },
+            postings,
+        });
+        if let Some(old) = self.by_path.insert(path, id) {
+            self.kill(old);
+        }
+        id
+    }
+
+    fn kill(&mut self, id: u32) {
+        if let Some(record) = self.files.get_mut(id as usize)
+            && record.content != Content::Dead
+        {
+            self.live_postings -= record.postings;
+            record.content = Content::Dead;
+            self.dead += 1;
+        }
+    }
+
+    /// Walks the subtree at `start` (root-relative; its parent's rules are
+    /// `parent_rules`), watching each directory before listing it.
+    fn walk(
+        &self,
+        start: &str,
+        parent_rules: Option<Arc<RuleLevel>>,
+        watch: &mut dyn Watch,
+        stop: &AtomicBool,
+    ) -> Result<Listing, WatchFailure> {
+        let mut listing = Listing::default();
+        let mut stack = vec![(start.to_string(), parent_rules)];
+        while let Some((dir_rel, parent_rules)) = stack.pop() {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let dir_abs = self.abs(&dir_rel);
+            let inode = match std::fs::symlink_metadata(&dir_abs) {
+                Ok(meta) if meta.is_dir() => meta.ino(),
+                // Gone or replaced since it was seen: its own event follows.
+                _ => continue,
+            };
+            watch.watch(&dir_abs)?;
+            let mut troubles = Vec::new();
+            let rules = level_for(&dir_abs, &dir_rel, parent_rules, &mut troubles);
+            listing
+                .troubles
+                .extend(troubles.into_iter().map(|RuleTrouble { path }| path));
+            if std::fs::symlink_metadata(dir_abs.join(".git/info")).is_ok_and(|m| m.is_dir()) {
+                watch.watch(&dir_abs.join(".git/info"))?;
+            }
+            let entries = match std::fs::read_dir(&dir_abs) {
+                Ok(entries) => entries,
+                Err(_) => {
+                    listing.troubles.push(or_dot(&dir_rel));
+                    continue;
+                }
+            };
+            listing.dirs.push((dir_rel.clone(), rules.clone(), inode));
+            for entry in entries {
+                let Ok(entry) = entry else {
+                    listing.troubles.push(or_dot(&dir_rel));
+                    break;
+                };
+                let raw = entry.file_name();
+                let Some(name) = raw.to_str() else {
+                    listing
+                        .troubles
+                        .push(join(&dir_rel, &raw.to_string_lossy()));
+                    continue;
+                };
+                let Ok(kind) = entry.file_type() else {
+                    listing.troubles.push(join(&dir_rel, name));
+                    continue;
+                };
+                if name == ".git" {
+                    continue;
+                }
+                let rel = join(&dir_rel, name);
+                if self.hidden_dir.as_deref() == Some(rel.as_str()) {
+                    continue;
+                }
+                if kind.is_dir() {
+                    if !is_ignored(rules.as_deref(), self.global.as_ref(), &rel, true) {
+                        stack.push((rel, rules.clone()));
+                    }
+                } else if kind.is_file()
+                    && !is_ignored(rules.as_deref(), self.global.as_ref(), &rel, false)
+                {
+                    listing.files.push(rel);
+                }
+            }
+        }
+        Ok(listing)
+    }
+
+    fn adopt_listing_dirs(&mut self, listing: &Listing) {
+        for (rel, rules, inode) in &listing.dirs {
+            self.dirs.insert(
+                rel.clone(),
+                DirRecord {
+                    rules: rules.clone(),
+                    inode: *inode,
+                },
+            );
+            let info = self.abs(rel).join(".git/info");
+            if std::fs::symlink_metadata(&info).is_ok_and(|m| m.is_dir()) {
+                self.exclude_dirs.insert(rel.clone(), info);
+            }
+        }
+        self.troubles
+            .paths
+            .extend(listing.troubles.iter().cloned());
+    }
+
+    pub(crate) fn abs(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    /// Whether the directory is in the index (walked and watched).
+    pub(crate) fn covers_dir(&self, rel: &str) -> bool {
+        self.dirs.contains_key(rel)
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Brings one changed path up to date (an event named it).
+    pub(crate) fn refresh(&mut self, rel: &str, watch: &mut dyn Watch) -> Result<(), WatchFailure> {
+        // A change under a `.git/info` the index reads rules from.
+        if let Some(owner) = self
+            .exclude_dirs
+            .iter()
+            .find(|(owner, _)| rel == join(owner, ".git/info") || is_within(rel, &join(owner, ".git/info")))
+            .map(|(owner, _)| owner.clone())
+        {
+            return self.resync(&owner, watch);
+        }
+        let parent = parent_of(rel);
+        let name = name_of(rel);
+        if !self.dirs.contains_key(parent) || rel.is_empty() {
+            // Inside an ignored directory, `.git`, or a directory already
+            // gone: nothing the index covers.
+            if rel.is_empty() && std::fs::symlink_metadata(&self.root).is_err() {
+                self.remove_subtree("", watch);
+            }
+            return Ok(());
+        }
+        if self.hidden_dir.as_deref() == Some(rel) {
+            return Ok(());
+        }
+        if name == ".git" || RULE_FILES.contains(&name) {
+            // The rules of the parent's subtree changed.
+            return self.resync(parent, watch);
+        }
+        let meta = std::fs::symlink_metadata(self.abs(rel)).ok();
+        let rules = self.dirs.get(parent).and_then(|d| d.rules.clone());
+        match meta {
+            Some(meta) if meta.is_dir() => {
+                let known = self.dirs.get(rel).map(|d| d.inode);
+                if known == Some(meta.ino()) {
+                    return Ok(());
+                }
+                if known.is_some() {
+                    self.remove_subtree(rel, watch);
+                }
+                self.remove_file(rel);
+                if !is_ignored(rules.as_deref(), self.global.as_ref(), rel, true) {
+                    self.add_subtree(rel, rules, watch)?;
+                }
+                Ok(())
+            }
+            Some(meta) if meta.is_file() => {
+                if self.dirs.contains_key(rel) {
+                    self.remove_subtree(rel, watch);
+                }
+                if is_ignored(rules.as_deref(), self.global.as_ref(), rel, false) {
+                    self.remove_file(rel);
+                } else {
+                    self.index_one(rel);
+                }
+                Ok(())
+            }
+            _ => {
+                // Gone, a symlink, or a special file: not listed.
+                if self.dirs.contains_key(rel) {
+                    self.remove_subtree(rel, watch);
+                }
+                self.remove_file(rel);
+                self.troubles.paths.remove(rel);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a path whose name is not UTF-8 (the walk notes those), or
+    /// forgets it once it is gone.
+    pub(crate) fn note_unaddressable(&mut self, shown: String, exists: bool) {
+        if exists {
+            self.troubles.paths.insert(shown);
+        } else {
+            self.troubles.paths.remove(&shown);
+        }
+    }
+
+    /// Re-decides a whole subtree (its rules changed, or events were lost):
+    /// walks it again, drops what is gone or now ignored, adds what is new
+    /// or now included, and re-reads files whose stamp changed.
+    pub(crate) fn resync(&mut self, dir: &str, watch: &mut dyn Watch) -> Result<(), WatchFailure> {
+        if !dir.is_empty() && !self.dirs.contains_key(dir) {
+            return Ok(());
+        }
+        let parent_rules = if dir.is_empty() {
+            None
+        } else {
+            self.dirs.get(parent_of(dir)).and_then(|d| d.rules.clone())
+        };
+        if dir.is_empty() {
+            // The global excludes may have changed too.
+            self.global_bytes = rules::global_excludes_bytes();
+            self.global = global_rules(self.global_bytes.as_deref());
+        }
+        let stop = AtomicBool::new(false);
+        let listing = self.walk(dir, parent_rules, watch, &stop)?;
+        let found_dirs: BTreeSet<&str> = listing.dirs.iter().map(|(d, _, _)| d.as_str()).collect();
+        let gone_dirs: Vec<String> = self
+            .dirs_within(dir)
+            .into_iter()
+            .filter(|d| !found_dirs.contains(d.as_str()))
+            .collect();
+        for gone in gone_dirs {
+            watch.unwatch(&self.abs(&gone));
+            self.dirs.remove(&gone);
+            if let Some(info) = self.exclude_dirs.remove(&gone) {
+                watch.unwatch(&info);
+            }
+        }
+        self.troubles.paths.retain(|p| !is_within(p, dir));
+        self.adopt_listing_dirs(&listing);
+        let found: BTreeSet<&str> = listing.files.iter().map(String::as_str).collect();
+        let gone_files: Vec<String> = self
+            .files_within(dir)
+            .into_iter()
+            .filter(|f| !found.contains(f.as_str()))
+            .collect();
+        for gone in gone_files {
+            self.remove_file(&gone);
+        }
+        for rel in &listing.files {
+            let unchanged = self.by_path.get(rel.as_str()).is_some_and(|&id| {
+                std::fs::symlink_metadata(self.abs(rel))
+                    .is_ok_and(|meta| Stamp::of(&meta) == self.files[id as usize].stamp)
+            });
+            if !unchanged {
+                self.index_one(rel);
+            }
+        }
+        Ok(())
+    }
+
+    fn add_subtree(
+        &mut self,
+        dir: &str,
+        parent_rules: Option<Arc<RuleLevel>>,
+        watch: &mut dyn Watch,
+    ) -> Result<(), WatchFailure> {
+        let stop = AtomicBool::new(false);
+        let listing = self.walk(dir, parent_rules, watch, &stop)?;
+        self.adopt_listing_dirs(&listing);
+        for rel in &listing.files {
+            self.index_one(rel);
+        }
+        Ok(())
+    }
+
+    fn remove_subtree(&mut self, dir: &str, watch: &mut dyn Watch) {
+        for gone in self.dirs_within(dir) {
+            watch.unwatch(&self.abs(&gone));
+            self.dirs.remove(&gone);
+            if let Some(info) = self.exclude_dirs.remove(&gone) {
+                watch.unwatch(&info);
+            }
+        }
+        for gone in self.files_within(dir) {
+            self.remove_file(&gone);
+        }
+        self.troubles.paths.retain(|p| !is_within(p, dir));
+    }
+
+    fn dirs_within(&self, dir: &str) -> Vec<String> {
+        self.dirs
+            .range::<str, _>((std::ops::Bound::Included(dir), std::ops::Bound::Unbounded))
+            .take_while(|(d, _)| dir.is_empty() || d.starts_with(dir))
+            .filter(|(d, _)| is_within(d, dir))
+            .map(|(d, _)| d.clone())
+            .collect()
+    }
+
+    fn files_within(&self, dir: &str) -> Vec<String> {
+        self.by_path
+            .keys()
+            .filter(|p| is_within(p, dir))
+            .map(|p| p.to_string())
+            .collect()
+    }
+
+    fn remove_file(&mut self, rel: &str) {
+        if let Some(id) = self.by_path.remove(rel) {
+            self.kill(id);
+        }
+    }
+
+    /// (Re-)reads one file into the loose lists.
+    fn index_one(&mut self, rel: &str) {
+        let mut collector = TrigramCollector::new();
+        let mut read = self.read_file(rel, &mut collector);
+        if read.stamp.is_none() {
+            // Gone between the event and the read: its removal event follows.
+            self.remove_file(rel);
+            return;
+        }
+        let spent = AtomicU64::new(self.projected_bytes());
+        charge_budget(&mut read, &spent, self.limits.memory_budget);
+        let id = self.push_file(rel, &read);
+        if let Ok(trigrams) = read.outcome {
+            self.loose.push((id, trigrams));
+        }
+        if self.loose.len() >= LOOSE_FILES {
+            self.pack();
+        }
+    }
+
+    /// Packs the loose lists into a segment, and merges segments when
+    /// there are many or many dead ids.
+    pub(crate) fn pack(&mut self) {
+        if !self.loose.is_empty() {
+            let pairs: Vec<u64> = self
+                .loose
+                .drain(..)
+                .flat_map(|(id, trigrams)| {
+                    trigrams
+                        .into_iter()
+                        .map(move |t| (u64::from(t) << 32) | u64::from(id))
+                })
+                .collect();
+            self.segments.push(Segment::from_pairs(pairs));
+        }
+        if self.segments.len() > MAX_SEGMENTS || self.dead > self.files.len() / 4 + 64 {
+            self.merge_all();
+        }
+    }
+
+    /// Merges all segments into one and renumbers the live files densely.
+    fn merge_all(&mut self) {
+        let mut remap: Vec<Option<u32>> = Vec::with_capacity(self.files.len());
+        let mut next = 0u32;
+        for record in &self.files {
+            if record.content == Content::Dead {
+                remap.push(None);
+            } else {
+                remap.push(Some(next));
+                next += 1;
+            }
+        }
+        let parts: Vec<&Segment> = self.segments.iter().collect();
+        let merged = Segment::merge(&parts, |id| remap.get(id as usize).copied().flatten());
+        self.segments = vec![merged];
+        let files = std::mem::take(&mut self.files);
+        self.files = files
+            .into_iter()
+            .filter(|r| r.content != Content::Dead)
+            .collect();
+        for (id, record) in self.files.iter().enumerate() {
+            self.by_path
+                .insert(Arc::clone(&record.path), u32::try_from(id).unwrap_or(u32::MAX));
+        }
+        self.dead = 0;
+    }
+
+    fn projected_bytes(&self) -> u64 {
+        self.live_postings * BUDGET_BYTES_PER_POSTING
+    }
+
+    /// Whether the global excludes file still reads as it did.
+    pub(crate) fn global_excludes_changed(&self) -> bool {
+        rules::global_excludes_bytes() != self.global_bytes
+    }
+
+    /// A path the walk would note, if the tree has one.
+    pub(crate) fn first_trouble(&self) -> Option<&str> {
+        self.troubles.paths.iter().next().map(String::as_str)
+    }
+
+    /// The files within `under`, in path order.
+    pub(crate) fn list(&self, under: &str) -> Vec<ListedFile> {
+        let mut out: Vec<ListedFile> = self
+            .files
+            .iter()
+            .filter(|r| r.content != Content::Dead && is_within(&r.path, under))
+            .map(|r| ListedFile {
+                path: r.path.to_string(),
+                modified: r.stamp.modified,
+                size: r.stamp.size,
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    /// The files within `under` that may hold a match of `query`, in path
+    /// order: those the trigram lists allow, plus every file the index
+    /// cannot vouch for.
+    pub(crate) fn candidates(&self, query: &Query, under: &str) -> Vec<String> {
+        let answer = evaluate(query, self);
+        let pick = |id: usize, record: &FileRecord| match record.content {
+            Content::Dead => false,
+            Content::Always(_) => true,
+            Content::Indexed => match &answer {
+                Answer::All => true,
+                Answer::Ids(ids) => ids.binary_search(&(id as u32)).is_ok(),
+            },
+        };
+        let mut out: Vec<String> = self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(id, r)| is_within(&r.path, under) && pick(*id, r))
+            .map(|(_, r)| r.path.to_string())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    pub(crate) fn stats(&self) -> IndexStats {
+        let mut stats = IndexStats::default();
+        for record in &self.files {
+            match record.content {
+                Content::Dead => continue,
+                Content::Indexed => {
+                    stats.indexed_files += 1;
+                    stats.text_bytes += record.text_bytes;
+                }
+                Content::Always(_) => stats.always_candidates += 1,
+            }
+            stats.files += 1;
+        }
+        stats.postings = self.segments.iter().map(Segment::postings).sum::<u64>()
+            + self.loose.iter().map(|(_, t)| t.len() as u64).sum::<u64>();
+        stats.postings_bytes = self.segments.iter().map(|s| s.heap_bytes() as u64).sum::<u64>()
+            + self.loose.iter().map(|(_, t)| t.capacity() as u64 * 4 + 32).sum::<u64>();
+        // A record, its path (shared with the path map) and a map slot.
+        let paths: u64 = self.files.iter().map(|r| r.path.len() as u64 + 16).sum();
+        stats.table_bytes = self.files.len() as u64 * std::mem::size_of::<FileRecord>() as u64
+            + paths
+            + self.by_path.capacity() as u64 * 24
+            + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>();
+        stats.directories = self.dirs.len() as u64;
+        stats
+    }
+
+    /// Why a file is always a candidate (for tests and status).
+    #[cfg(test)]
+    pub(crate) fn always_reason(&self, rel: &str) -> Option<AlwaysReason> {
+        let id = *self.by_path.get(rel)?;
+        match self.files[id as usize].content {
+            Content::Always(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+impl Postings for State {
+    fn count(&self, trigram: Trigram) -> u64 {
+        let packed: u64 = self
+            .segments
+            .iter()
+            .map(|s| u64::from(s.count(trigram)))
+            .sum();
+        let loose = self
+            .loose
+            .iter()
+            .filter(|(_, t)| t.binary_search(&trigram).is_ok())
+            .count() as u64;
+        packed + loose
+    }
+
+    fn ids(&self, trigram: Trigram) -> Vec<u32> {
+        let mut out = Vec::new();
+        for segment in &self.segments {
+            segment.decode_into(trigram, &mut out);
+        }
+        // Loose files were indexed after every packed one: higher ids.
+        for (id, trigrams) in &self.loose {
+            if trigrams.binary_search(&trigram).is_ok() {
+                out.push(*id);
+            }
+        }
+        out
+    }
+}
+
+/// Counts a read against the budget; past it, the file becomes an
+/// always-candidate instead of being indexed.
+fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64) {
+    if let Ok(trigrams) = &read.outcome {
+        let cost = trigrams.len() as u64 * BUDGET_BYTES_PER_POSTING;
+        let before = spent.fetch_add(cost, Ordering::Relaxed);
+        if before + cost > budget {
+            spent.fetch_sub(cost, Ordering::Relaxed);
+            read.outcome = Err(AlwaysReason::OverBudget);
+            read.text_bytes = 0;
+        }
+    }
+}
+
+/// UTF-8, UTF-16LE or UTF-16BE byte-order mark: the searcher decodes such a
+/// file before matching, so its raw bytes say nothing reliable.
+fn has_byte_order_mark(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\xEF\xBB\xBF") || bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF")
+}
+
+fn memchr_nul(bytes: &[u8]) -> Option<usize> {
+    memchr::memchr(0, bytes)
+}
+
+fn or_dot(rel: &str) -> String {
+    if rel.is_empty() {
+        ".".to_string()
+    } else {
+        rel.to_string()
+    }
+}

@@ -1,0 +1,643 @@
+//! The running index: a background thread that builds the state, then
+//! applies filesystem events to it, and the freshness barrier every query
+//! passes first.
+//!
+//! The barrier: events are read by the watcher's own thread, so a query
+//! cannot simply "read what is pending". Instead it creates a uniquely
+//! named marker file in a private directory the same watcher watches and
+//! waits until the applier thread has seen that marker's event. The kernel
+//! queues a change's event inside the call that made it, and one watcher's
+//! events arrive in order, so once the marker is seen, every change that
+//! completed before the query started has been applied.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, AccessMode, Flag};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+
+use crate::query::Query;
+use crate::state::{IndexStats, Limits, ListedFile, State, Watch, WatchFailure};
+use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
+
+/// How many events the applier takes in one go (under one lock).
+const MAX_BATCH: usize = 4096;
+
+/// The settings of an index.
+#[derive(Debug, Clone)]
+pub struct IndexConfig {
+    root: PathBuf,
+    memory_budget: u64,
+    max_file_bytes: u64,
+    max_watches: Option<usize>,
+    barrier_timeout: Duration,
+}
+
+impl IndexConfig {
+    /// An index of `root` with the default budget and caps.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        IndexConfig {
+            root: root.into(),
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_watches: None,
+            barrier_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The most memory the posting lists may take; files past it are
+    /// candidates for every query instead of being indexed.
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.memory_budget = bytes;
+        self
+    }
+
+    /// Files larger than this are not read, only listed (candidates for
+    /// every query). A caller whose searcher refuses files above some size
+    /// should pass at most that size, so every file it would report on is
+    /// a candidate.
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The most directories the index watches; needing more makes it
+    /// unavailable, as when the system's own limit is reached.
+    pub fn max_watches(mut self, watches: usize) -> Self {
+        self.max_watches = Some(watches);
+        self
+    }
+
+    /// How long a query waits for the index to catch up with the events
+    /// queued before it, before it gives up and lets the caller scan.
+    pub fn barrier_timeout(mut self, timeout: Duration) -> Self {
+        self.barrier_timeout = timeout;
+        self
+    }
+}
+
+/// What an index can do at the moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// The first build is running.
+    Building,
+    /// Queries are answered from the index.
+    Ready,
+    /// Events were lost, or a rule outside the tree changed: the tree is
+    /// being walked again; queries are not answered until it is done.
+    CatchingUp(String),
+    /// The index gave up (for example at the watch limit); queries are
+    /// never answered.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Building => f.write_str("building"),
+            Status::Ready => f.write_str("ready"),
+            Status::CatchingUp(why) => write!(f, "catching up: {why}"),
+            Status::Unavailable(why) => write!(f, "unavailable: {why}"),
+        }
+    }
+}
+
+/// Why a query was not answered from the index; the caller scans instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotServed {
+    /// The first build has not finished.
+    Building,
+    /// The tree is being walked again (see [`Status::CatchingUp`]).
+    CatchingUp(String),
+    /// The index is off for good (see [`Status::Unavailable`]).
+    Unavailable(String),
+    /// The index did not take in the events queued before the query in
+    /// time.
+    Lagging,
+    /// The tree holds a path the scan reports in a note (an unreadable
+    /// directory, a name that is not UTF-8, an ignore file that cannot be
+    /// read), which the index cannot repeat.
+    Unlisted(String),
+}
+
+impl NotServed {
+    /// Whether the fallback is worth telling the user about: the index is
+    /// on but failed, rather than merely starting or deferring to the scan
+    /// for a path it does not represent.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            NotServed::CatchingUp(_) | NotServed::Unavailable(_) | NotServed::Lagging
+        )
+    }
+}
+
+impl std::fmt::Display for NotServed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotServed::Building => f.write_str("the workspace index is still being built"),
+            NotServed::CatchingUp(why) => write!(f, "the workspace index is catching up ({why})"),
+            NotServed::Unavailable(why) => write!(f, "the workspace index is unavailable ({why})"),
+            NotServed::Lagging => {
+                f.write_str("the workspace index did not catch up with recent changes in time")
+            }
+            NotServed::Unlisted(path) => write!(
+                f,
+                "the tree has a path the workspace index cannot represent: {path}"
+            ),
+        }
+    }
+}
+
+enum Message {
+    Event(notify::Result<Event>),
+    /// Walk the whole tree again.
+    Resync,
+    Stop,
+}
+
+struct Shared {
+    config: IndexConfig,
+    state: RwLock<Option<State>>,
+    status: Mutex<Status>,
+    /// The highest marker number the applier has seen.
+    applied: Mutex<u64>,
+    applied_changed: Condvar,
+    next_marker: AtomicU64,
+    marker_dir: PathBuf,
+    stop: AtomicBool,
+    build_time: Mutex<Option<Duration>>,
+}
+
+impl Shared {
+    fn set_status(&self, status: Status) {
+        match &status {
+            Status::Unavailable(why) | Status::CatchingUp(why) => {
+                tracing::warn!(root = %self.config.root.display(), "workspace index {status}: {why}");
+            }
+            _ => tracing::info!(root = %self.config.root.display(), "workspace index {status}"),
+        }
+        *self.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+
+    fn status(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// A warm index of one workspace root. Dropping it stops its thread and
+/// its watches.
+pub struct WorkspaceIndex {
+    shared: Arc<Shared>,
+    sender: Sender<Message>,
+    worker: Option<JoinHandle<()>>,
+    _markers: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for WorkspaceIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkspaceIndex")
+            .field("root", &self.shared.config.root)
+            .field("status", &self.shared.status())
+            .finish()
+    }
+}
+
+impl WorkspaceIndex {
+    /// Starts indexing `config`'s root in the background. The index is
+    /// usable at once: until it is ready, queries return
+    /// [`NotServed::Building`].
+    pub fn start(config: IndexConfig) -> WorkspaceIndex {
+        let (sender, receiver) = channel();
+        let root = std::fs::canonicalize(&config.root).unwrap_or_else(|_| config.root.clone());
+        let config = IndexConfig { root, ..config };
+        let markers = tempfile::Builder::new()
+            .prefix(".agent-tools-index-")
+            .tempdir();
+        let (markers, marker_dir, failure) = match markers {
+            Ok(dir) => {
+                let path = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().into());
+                (Some(dir), path, None)
+            }
+            Err(err) => (
+                None,
+                PathBuf::new(),
+                Some(format!("no directory for sync markers: {err}")),
+            ),
+        };
+        let shared = Arc::new(Shared {
+            config,
+            state: RwLock::new(None),
+            status: Mutex::new(Status::Building),
+            applied: Mutex::new(0),
+            applied_changed: Condvar::new(),
+            next_marker: AtomicU64::new(0),
+            marker_dir,
+            stop: AtomicBool::new(false),
+            build_time: Mutex::new(None),
+        });
+        let worker = match failure {
+            Some(why) => {
+                shared.set_status(Status::Unavailable(why));
+                None
+            }
+            None => {
+                let for_worker = Arc::clone(&shared);
+                let events = sender.clone();
+                std::thread::Builder::new()
+                    .name("workspace-index".into())
+                    .spawn(move || run(&for_worker, events, &receiver))
+                    .map_err(|err| {
+                        shared.set_status(Status::Unavailable(format!(
+                            "cannot start its thread: {err}"
+                        )));
+                    })
+                    .ok()
+            }
+        };
+        WorkspaceIndex {
+            shared,
+            sender,
+            worker,
+            _markers: markers,
+        }
+    }
+
+    /// The root, as the index resolved it.
+    pub fn root(&self) -> &Path {
+        &self.shared.config.root
+    }
+
+    /// What the index can do now.
+    pub fn status(&self) -> Status {
+        self.shared.status()
+    }
+
+    /// Waits until the index is ready (true) or has given up or the time is
+    /// over (false).
+    pub fn wait_ready(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.status() {
+                Status::Ready => return true,
+                Status::Unavailable(_) => return false,
+                Status::Building | Status::CatchingUp(_) => {}
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The files under `under` (a root-relative directory, `""` for the
+    /// root), in path order, as the tree is when the call starts.
+    pub fn files(&self, under: &str) -> Result<Vec<ListedFile>, NotServed> {
+        self.serve(|state| state.list(under))
+    }
+
+    /// The files under `under` that may hold a match of `query` (see
+    /// [`regex_query`](crate::regex_query)), in path order, as the tree is
+    /// when the call starts: every file whose trigrams allow a match, and
+    /// every file the index does not vouch for (too large, past the
+    /// budget, unreadable, starting with a byte-order mark).
+    pub fn candidates(&self, query: &Query, under: &str) -> Result<Vec<String>, NotServed> {
+        self.serve(|state| state.candidates(query, under))
+    }
+
+    /// Figures about the index, once built.
+    pub fn stats(&self) -> Option<IndexStats> {
+        let state = self
+            .shared
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.as_ref().map(State::stats)
+    }
+
+    /// How long the first build took, once done.
+    pub fn build_time(&self) -> Option<Duration> {
+        *self
+            .shared
+            .build_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Acts as if the event queue had overflowed: the index stops answering
+    /// and walks the whole tree again. The kernel's own overflow takes the
+    /// same path; this lets it be forced.
+    pub fn inject_overflow(&self) {
+        let event = Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        let _ = self.sender.send(Message::Event(Ok(event)));
+    }
+
+    fn serve<T>(&self, answer: impl FnOnce(&State) -> T) -> Result<T, NotServed> {
+        self.check_status()?;
+        self.barrier()?;
+        self.check_status()?;
+        let guard = self
+            .shared
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(state) = guard.as_ref() else {
+            return Err(NotServed::Building);
+        };
+        if state.global_excludes_changed() {
+            let _ = self.sender.send(Message::Resync);
+            return Err(NotServed::CatchingUp(
+                "the global git excludes file changed".into(),
+            ));
+        }
+        if let Some(path) = state.first_trouble() {
+            return Err(NotServed::Unlisted(path.to_string()));
+        }
+        Ok(answer(state))
+    }
+
+    fn check_status(&self) -> Result<(), NotServed> {
+        match self.status() {
+            Status::Ready => Ok(()),
+            Status::Building => Err(NotServed::Building),
+            Status::CatchingUp(why) => Err(NotServed::CatchingUp(why)),
+            Status::Unavailable(why) => Err(NotServed::Unavailable(why)),
+        }
+    }
+
+    /// Waits until every event queued before now has been applied.
+    fn barrier(&self) -> Result<(), NotServed> {
+        let shared = &self.shared;
+        let number = shared.next_marker.fetch_add(1, Ordering::SeqCst) + 1;
+        let marker = shared.marker_dir.join(number.to_string());
+        if let Err(err) = std::fs::File::create(&marker) {
+            return Err(NotServed::Unavailable(format!(
+                "cannot write a sync marker: {err}"
+            )));
+        }
+        let _ = std::fs::remove_file(&marker);
+        let deadline = Instant::now() + shared.config.barrier_timeout;
+        let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        while *applied < number {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(NotServed::Lagging);
+            }
+            applied = shared
+                .applied_changed
+                .wait_timeout(applied, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WorkspaceIndex {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let _ = self.sender.send(Message::Stop);
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// The watches of one index, through one watcher.
+struct Watches {
+    watcher: RecommendedWatcher,
+    watched: HashSet<PathBuf>,
+    limit: Option<usize>,
+}
+
+impl Watch for Watches {
+    fn watch(&mut self, dir: &Path) -> Result<(), WatchFailure> {
+        if self.watched.contains(dir) {
+            return Ok(());
+        }
+        if self.limit.is_some_and(|limit| self.watched.len() >= limit) {
+            return Err(WatchFailure::Limit);
+        }
+        match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.watched.insert(dir.to_path_buf());
+                Ok(())
+            }
+            Err(err) => match err.kind {
+                notify::ErrorKind::MaxFilesWatch => Err(WatchFailure::Limit),
+                // Gone already: the event of its removal follows.
+                notify::ErrorKind::PathNotFound => Ok(()),
+                notify::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::NotFound => {
+                    Ok(())
+                }
+                _ => Err(WatchFailure::Other(err.to_string())),
+            },
+        }
+    }
+
+    fn unwatch(&mut self, dir: &Path) {
+        if self.watched.remove(dir) {
+            let _ = self.watcher.unwatch(dir);
+        }
+    }
+}
+
+fn failure_status(failure: &WatchFailure) -> Status {
+    match failure {
+        WatchFailure::Limit => Status::Unavailable(
+            "the limit on watched directories was reached (on Linux, raise fs.inotify.max_user_watches); searches scan the tree".into(),
+        ),
+        WatchFailure::Other(why) => {
+            Status::Unavailable(format!("the tree cannot be watched: {why}"))
+        }
+    }
+}
+
+/// The background thread: build, then apply events until told to stop.
+fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
+    let watcher = notify::recommended_watcher(move |event| {
+        let _ = events.send(Message::Event(event));
+    });
+    let watcher = match watcher {
+        Ok(watcher) => watcher,
+        Err(err) => {
+            shared.set_status(Status::Unavailable(format!(
+                "file watching is not available here: {err}"
+            )));
+            return;
+        }
+    };
+    let mut watches = Watches {
+        watcher,
+        watched: HashSet::new(),
+        limit: shared.config.max_watches,
+    };
+    if let Err(err) = watches
+        .watcher
+        .watch(&shared.marker_dir, RecursiveMode::NonRecursive)
+    {
+        shared.set_status(Status::Unavailable(format!(
+            "file watching is not available here: {err}"
+        )));
+        return;
+    }
+    let root = shared.config.root.clone();
+    let limits = Limits {
+        max_file_bytes: shared.config.max_file_bytes,
+        memory_budget: shared.config.memory_budget,
+    };
+    let hidden = shared
+        .marker_dir
+        .strip_prefix(&root)
+        .ok()
+        .and_then(|rel| rel.to_str())
+        .map(|rel| rel.split('/').next().unwrap_or(rel).to_string());
+    let started = Instant::now();
+    let state = match State::build(root, limits, hidden, &mut watches, &shared.stop) {
+        Ok(state) => state,
+        Err(failure) => {
+            shared.set_status(failure_status(&failure));
+            return;
+        }
+    };
+    if shared.stop.load(Ordering::Relaxed) {
+        return;
+    }
+    *shared.state.write().unwrap_or_else(PoisonError::into_inner) = Some(state);
+    *shared
+        .build_time
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(started.elapsed());
+    shared.set_status(Status::Ready);
+
+    while let Ok(first) = receiver.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(message) => batch.push(message),
+                Err(_) => break,
+            }
+        }
+        match apply_batch(shared, batch, &mut watches) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(failure) => {
+                *shared.state.write().unwrap_or_else(PoisonError::into_inner) = None;
+                shared.set_status(failure_status(&failure));
+                // Release queries waiting on the barrier; they see the status.
+                release_all(shared);
+                return;
+            }
+        }
+    }
+}
+
+fn release_all(shared: &Shared) {
+    let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+    *applied = u64::MAX;
+    shared.applied_changed.notify_all();
+}
+
+/// Applies a batch of messages in order. `Ok(false)` means stop.
+fn apply_batch(
+    shared: &Shared,
+    batch: Vec<Message>,
+    watches: &mut Watches,
+) -> Result<bool, WatchFailure> {
+    let mut guard = shared.state.write().unwrap_or_else(PoisonError::into_inner);
+    let Some(state) = guard.as_mut() else {
+        return Ok(false);
+    };
+    let mut seen_marker = None;
+    for message in batch {
+        let event = match message {
+            Message::Stop => return Ok(false),
+            Message::Resync => {
+                resync(shared, state, watches, "the global git excludes file changed")?;
+                continue;
+            }
+            Message::Event(Err(err)) => {
+                resync(shared, state, watches, &format!("the watcher failed: {err}"))?;
+                continue;
+            }
+            Message::Event(Ok(event)) => event,
+        };
+        if event.need_rescan() {
+            resync(
+                shared,
+                state,
+                watches,
+                "events were lost (the event queue overflowed)",
+            )?;
+            continue;
+        }
+        if is_read_only_access(&event.kind) {
+            continue;
+        }
+        for path in &event.paths {
+            if let Ok(rest) = path.strip_prefix(&shared.marker_dir) {
+                if let Some(number) = rest.to_str().and_then(|n| n.parse::<u64>().ok()) {
+                    seen_marker = Some(seen_marker.map_or(number, |m: u64| m.max(number)));
+                }
+                continue;
+            }
+            let Ok(rel) = path.strip_prefix(state.root()) else {
+                continue;
+            };
+            match rel.to_str() {
+                Some(rel) => {
+                    let rel = rel.to_string();
+                    state.refresh(&rel, watches)?;
+                }
+                None => {
+                    let exists = std::fs::symlink_metadata(path).is_ok();
+                    let parent = rel.parent().and_then(Path::to_str).unwrap_or("");
+                    // Only a name the walk would meet (in a covered
+                    // directory) is worth a note.
+                    if state.covers_dir(parent) {
+                        state.note_unaddressable(rel.to_string_lossy().into_owned(), exists);
+                    }
+                }
+            }
+        }
+    }
+    state.pack();
+    drop(guard);
+    if let Some(number) = seen_marker {
+        let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        *applied = (*applied).max(number);
+        shared.applied_changed.notify_all();
+    }
+    Ok(true)
+}
+
+/// Events that say a file was opened or read, not changed: the index's own
+/// reads and every search cause them.
+fn is_read_only_access(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+        EventKind::Access(_) => true,
+        _ => false,
+    }
+}
+
+fn resync(
+    shared: &Shared,
+    state: &mut State,
+    watches: &mut Watches,
+    why: &str,
+) -> Result<(), WatchFailure> {
+    shared.set_status(Status::CatchingUp(why.to_string()));
+    state.resync("", watches)?;
+    state.pack();
+    shared.set_status(Status::Ready);
+    Ok(())
+}
