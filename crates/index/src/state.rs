@@ -16,8 +16,8 @@ use ignore::gitignore::Gitignore;
 use crate::postings::{Segment, Trigram, TrigramCollector};
 use crate::query::{Answer, Postings, Query, evaluate};
 use crate::rules::{
-    self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join,
-    level_for, name_of, open_no_follow, parent_of,
+    self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join, level_for,
+    name_of, open_no_follow, parent_of,
 };
 
 /// A file whose first NUL byte lies at or past this offset is always a
@@ -249,7 +249,11 @@ impl State {
             for (path, read) in chunk_paths.iter().zip(chunk) {
                 let id = state.push_file(path, &read);
                 if let Ok(trigrams) = read.outcome {
-                    pairs.extend(trigrams.iter().map(|&t| (u64::from(t) << 32) | u64::from(id)));
+                    pairs.extend(
+                        trigrams
+                            .iter()
+                            .map(|&t| (u64::from(t) << 32) | u64::from(id)),
+                    );
                 }
             }
             pairs_segments.push(Segment::from_pairs(pairs));
@@ -502,9 +506,7 @@ impl State {
                 self.exclude_dirs.insert(rel.clone(), info);
             }
         }
-        self.troubles
-            .paths
-            .extend(listing.troubles.iter().cloned());
+        self.troubles.paths.extend(listing.troubles.iter().cloned());
     }
 
     pub(crate) fn abs(&self, rel: &str) -> PathBuf {
@@ -530,7 +532,9 @@ impl State {
         if let Some(owner) = self
             .exclude_dirs
             .iter()
-            .find(|(owner, _)| rel == join(owner, ".git/info") || is_within(rel, &join(owner, ".git/info")))
+            .find(|(owner, _)| {
+                rel == join(owner, ".git/info") || is_within(rel, &join(owner, ".git/info"))
+            })
             .map(|(owner, _)| owner.clone())
         {
             return self.resync(&owner, watch);
@@ -770,8 +774,10 @@ impl State {
             .filter(|r| r.content != Content::Dead)
             .collect();
         for (id, record) in self.files.iter().enumerate() {
-            self.by_path
-                .insert(Arc::clone(&record.path), u32::try_from(id).unwrap_or(u32::MAX));
+            self.by_path.insert(
+                Arc::clone(&record.path),
+                u32::try_from(id).unwrap_or(u32::MAX),
+            );
         }
         self.dead = 0;
     }
@@ -845,8 +851,16 @@ impl State {
         }
         stats.postings = self.segments.iter().map(Segment::postings).sum::<u64>()
             + self.loose.iter().map(|(_, t)| t.len() as u64).sum::<u64>();
-        stats.postings_bytes = self.segments.iter().map(|s| s.heap_bytes() as u64).sum::<u64>()
-            + self.loose.iter().map(|(_, t)| t.capacity() as u64 * 4 + 32).sum::<u64>();
+        stats.postings_bytes = self
+            .segments
+            .iter()
+            .map(|s| s.heap_bytes() as u64)
+            .sum::<u64>()
+            + self
+                .loose
+                .iter()
+                .map(|(_, t)| t.capacity() as u64 * 4 + 32)
+                .sum::<u64>();
         // A record, its path (shared with the path map) and a map slot.
         let paths: u64 = self.files.iter().map(|r| r.path.len() as u64 + 16).sum();
         stats.table_bytes = self.files.len() as u64 * std::mem::size_of::<FileRecord>() as u64
@@ -915,7 +929,9 @@ fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64) {
 /// UTF-8, UTF-16LE or UTF-16BE byte-order mark: the searcher decodes such a
 /// file before matching, so its raw bytes say nothing reliable.
 fn has_byte_order_mark(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"\xEF\xBB\xBF") || bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF")
+    bytes.starts_with(b"\xEF\xBB\xBF")
+        || bytes.starts_with(b"\xFF\xFE")
+        || bytes.starts_with(b"\xFE\xFF")
 }
 
 fn memchr_nul(bytes: &[u8]) -> Option<usize> {
@@ -927,5 +943,122 @@ fn or_dot(rel: &str) -> String {
         ".".to_string()
     } else {
         rel.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoWatch;
+
+    impl Watch for NoWatch {
+        fn watch(&mut self, _dir: &Path) -> Result<(), WatchFailure> {
+            Ok(())
+        }
+        fn unwatch(&mut self, _dir: &Path) {}
+    }
+
+    fn built(root: &Path, limits: Limits) -> State {
+        State::build(
+            root.to_path_buf(),
+            limits,
+            None,
+            &mut NoWatch,
+            &AtomicBool::new(false),
+        )
+        .unwrap_or_else(|err| panic!("{err:?}"))
+    }
+
+    #[test]
+    fn files_the_index_cannot_vouch_for_are_always_candidates() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::write(root.join("big.txt"), vec![b'a'; 200])?;
+        std::fs::write(root.join("bom.txt"), b"\xFF\xFEa\0b\0")?;
+        std::fs::write(root.join("utf8bom.txt"), b"\xEF\xBB\xBFplain")?;
+        let mut late = vec![b'x'; NUL_CHECK_BYTES];
+        late.push(0);
+        std::fs::write(root.join("late.bin"), &late)?;
+        std::fs::write(root.join("early.bin"), b"text\0more")?;
+        std::fs::write(root.join("plain.txt"), b"plain text")?;
+        let state = built(
+            root,
+            Limits {
+                max_file_bytes: 100_000,
+                memory_budget: u64::MAX,
+            },
+        );
+        assert_eq!(
+            state.always_reason("bom.txt"),
+            Some(AlwaysReason::ByteOrderMark)
+        );
+        assert_eq!(
+            state.always_reason("utf8bom.txt"),
+            Some(AlwaysReason::ByteOrderMark)
+        );
+        assert_eq!(state.always_reason("late.bin"), Some(AlwaysReason::LateNul));
+        assert_eq!(state.always_reason("early.bin"), None);
+        assert_eq!(state.always_reason("plain.txt"), None);
+        let small = built(
+            root,
+            Limits {
+                max_file_bytes: 100,
+                memory_budget: u64::MAX,
+            },
+        );
+        assert_eq!(small.always_reason("big.txt"), Some(AlwaysReason::TooLarge));
+        // Only the text before the NUL is indexed.
+        let before =
+            crate::query::regex_query(&regex_syntax::parse("text").map_err(std::io::Error::other)?);
+        let after =
+            crate::query::regex_query(&regex_syntax::parse("more").map_err(std::io::Error::other)?);
+        assert!(
+            state
+                .candidates(&before, "")
+                .contains(&"early.bin".to_string())
+        );
+        assert!(
+            !state
+                .candidates(&after, "")
+                .contains(&"early.bin".to_string())
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn re_indexing_and_merging_keep_answers() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        for i in 0..10 {
+            std::fs::write(root.join(format!("f{i}")), format!("common word{i}\n"))?;
+        }
+        let mut state = built(
+            root,
+            Limits {
+                max_file_bytes: 1 << 20,
+                memory_budget: u64::MAX,
+            },
+        );
+        let query = |p: &str| {
+            crate::query::regex_query(&regex_syntax::parse(p).unwrap_or_else(|e| panic!("{e}")))
+        };
+        // Many rewrites: loose lists, packing and merging all happen.
+        for round in 0..300 {
+            let name = format!("f{}", round % 10);
+            std::fs::write(root.join(&name), format!("common round{round}\n"))?;
+            state
+                .refresh(&name, &mut NoWatch)
+                .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        }
+        state.pack();
+        assert_eq!(
+            state.candidates(&query("round299"), ""),
+            vec!["f9".to_string()]
+        );
+        assert_eq!(state.candidates(&query("common"), "").len(), 10);
+        assert!(state.candidates(&query("word3"), "").is_empty());
+        assert!(state.files.len() < 300, "dead files were dropped on merge");
+        Ok(())
     }
 }

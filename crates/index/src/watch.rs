@@ -385,7 +385,10 @@ impl WorkspaceIndex {
         }
         let _ = std::fs::remove_file(&marker);
         let deadline = Instant::now() + shared.config.barrier_timeout;
-        let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut applied = shared
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         while *applied < number {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -541,7 +544,10 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
 }
 
 fn release_all(shared: &Shared) {
-    let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut applied = shared
+        .applied
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     *applied = u64::MAX;
     shared.applied_changed.notify_all();
 }
@@ -561,11 +567,21 @@ fn apply_batch(
         let event = match message {
             Message::Stop => return Ok(false),
             Message::Resync => {
-                resync(shared, state, watches, "the global git excludes file changed")?;
+                resync(
+                    shared,
+                    state,
+                    watches,
+                    "the global git excludes file changed",
+                )?;
                 continue;
             }
             Message::Event(Err(err)) => {
-                resync(shared, state, watches, &format!("the watcher failed: {err}"))?;
+                resync(
+                    shared,
+                    state,
+                    watches,
+                    &format!("the watcher failed: {err}"),
+                )?;
                 continue;
             }
             Message::Event(Ok(event)) => event,
@@ -612,7 +628,10 @@ fn apply_batch(
     state.pack();
     drop(guard);
     if let Some(number) = seen_marker {
-        let mut applied = shared.applied.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut applied = shared
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         *applied = (*applied).max(number);
         shared.applied_changed.notify_all();
     }
