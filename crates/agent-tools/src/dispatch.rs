@@ -66,7 +66,12 @@ impl AgentTools {
                 Ok(Offered { def, validator })
             })
             .collect::<Result<Vec<_>, StartupError>>()?;
-        let specs = offered.iter().map(|tool| tool.def.spec().clone()).collect();
+        // Listed and offered; an unlisted tool is offered (callable) only.
+        let specs = offered
+            .iter()
+            .filter(|tool| tool.def.spec().listed())
+            .map(|tool| tool.def.spec().clone())
+            .collect();
         let session = surface.new_session();
         Ok(AgentTools {
             bound: Box::new(Bound {

@@ -83,6 +83,7 @@ pub struct ToolSpec {
     input_schema: Arc<Map<String, Value>>,
     hints: Hints,
     bounded: bool,
+    listed: bool,
 }
 
 impl ToolSpec {
@@ -120,6 +121,12 @@ impl ToolSpec {
     /// Whether the tool caps its own output.
     pub fn bounded(&self) -> bool {
         self.bounded
+    }
+
+    /// Whether the tool is advertised (in `tools/list`, the tool listings
+    /// and the snapshot). An unlisted tool can still be called.
+    pub fn listed(&self) -> bool {
+        self.listed
     }
 }
 
@@ -184,6 +191,7 @@ impl<S: 'static> ToolDef<S> {
                 input_schema: Arc::new(schema::portable(&generated)),
                 hints: if mutating { Hints::EDIT } else { Hints::READ },
                 bounded: false,
+                listed: true,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
@@ -201,6 +209,15 @@ impl<S: 'static> ToolDef<S> {
     /// cut it.
     pub fn bounding_itself(mut self) -> ToolDef<S> {
         self.spec.bounded = true;
+        self
+    }
+
+    /// Keeps the tool callable but out of every listing: for names models
+    /// trained on another server call (an older name of a tool, say) that
+    /// should not crowd what is advertised. Read-only mode hides it like
+    /// any tool of its hints.
+    pub fn unlisted(mut self) -> ToolDef<S> {
+        self.spec.listed = false;
         self
     }
 

@@ -90,12 +90,13 @@ pub trait Surface: Send + Sync + 'static {
     }
 }
 
-/// The tools a surface offers in a mode, as clients see them.
+/// The tools a surface offers in a mode, as clients see them (unlisted
+/// tools left out: they can be called but are not advertised).
 pub fn offered_specs<S: Surface>(surface: &S, read_only: bool) -> Vec<ToolSpec> {
     surface
         .tools()
         .into_iter()
-        .filter(|tool| !(read_only && tool.spec().mutating()))
+        .filter(|tool| tool.spec().listed() && !(read_only && tool.spec().mutating()))
         .map(|tool| tool.spec().clone())
         .collect()
 }
