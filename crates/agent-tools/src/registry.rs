@@ -221,6 +221,27 @@ impl<S: 'static> ToolDef<S> {
         self
     }
 
+    /// Accepts the arguments `hidden` without advertising them (older
+    /// names some models send), and advertises `required` as required
+    /// although the argument type takes them as optional (so that an older
+    /// name may stand in for one; the handler checks that one of the two
+    /// came). Validation is unchanged.
+    pub fn accepting_unadvertised(
+        mut self,
+        hidden: &[&'static str],
+        required: &[&'static str],
+    ) -> ToolDef<S> {
+        let mut advertised = (*self.spec.input_schema).clone();
+        if let Some(Value::Object(properties)) = advertised.get_mut("properties") {
+            properties.retain(|name, _| !hidden.contains(&name.as_str()));
+        }
+        if !required.is_empty() {
+            advertised.insert("required".to_owned(), serde_json::json!(required));
+        }
+        self.spec.input_schema = Arc::new(advertised);
+        self
+    }
+
     /// Also accepts the argument `alias` in place of the required `name`
     /// (exactly one of the two): the validation schema takes either, the
     /// advertised schema keeps naming only `name`. The argument type reads

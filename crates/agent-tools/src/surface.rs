@@ -84,6 +84,18 @@ pub trait Surface: Send + Sync + 'static {
         false
     }
 
+    /// Replaces the allowed directories with those a client announced (MCP
+    /// roots), for a surface that serves several and was started without
+    /// any. The default keeps what the surface has.
+    fn replace_roots(
+        &self,
+        state: &Self::State,
+        roots: &[std::path::PathBuf],
+    ) -> Result<(), StartupError> {
+        let _ = (state, roots);
+        Ok(())
+    }
+
     /// A new session: the state kept for one connection. None by default.
     fn new_session(&self) -> Session {
         Session::default()
