@@ -37,8 +37,9 @@ const LINE_OVERHEAD: usize = 1;
 /// Room kept in the output for the notes after the list.
 const NOTE_ROOM: usize = 512;
 
-/// Arguments of `search_files`. The older names `path`, `pattern` and
-/// `excludePatterns` are accepted, not advertised; the newer win.
+// The older names `path`, `pattern` and `excludePatterns` are accepted,
+// not advertised (see SEARCH_LEGACY); the newer win.
+/// Arguments of `search_files`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SearchArgs {
@@ -90,8 +91,9 @@ fn default_max() -> u64 {
     1000
 }
 
-/// Arguments of `directory_tree`. The reference server's
-/// `excludePatterns` is accepted, not advertised.
+// The reference server's `excludePatterns` is accepted, not advertised
+// (see TREE_LEGACY).
+/// Arguments of `directory_tree`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct TreeArgs {
