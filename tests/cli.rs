@@ -217,3 +217,45 @@ fn extra_roots_are_refused_by_a_surface_that_serves_one_folder() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("missing"));
 }
+
+#[test]
+fn a_root_is_required_except_by_a_surface_that_can_take_the_clients() {
+    for surface in ["agent-tools", "codex"] {
+        let output = agent_tools()
+            .args(["call", "--surface", surface, "list_dir", "{}"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{surface}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("--root DIR is required"),
+            "{surface}: {stderr}"
+        );
+    }
+    // Without a root the filesystem surface starts, and refuses every path
+    // until a client announces its roots (which `call` never does).
+    let output = agent_tools()
+        .args([
+            "call",
+            "--surface",
+            "filesystem",
+            "read_file",
+            r#"{"path": "/etc/hostname"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("no directory is allowed yet"), "{stdout}");
+    // A read-only root alone is the first allowed directory.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "ro\n").unwrap();
+    let output = agent_tools()
+        .args(["call", "--surface", "filesystem", "--read-only-root"])
+        .arg(dir.path())
+        .args(["read_file", r#"{"path": "a.txt"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "ro\n");
+    assert_eq!(output.status.code(), Some(0));
+}

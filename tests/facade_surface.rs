@@ -135,6 +135,9 @@ impl Surface for TestSurface {
                 |_: &Root, _: NoArgs, _| Ok::<_, ToolError>("touched".to_string()),
             )
             .titled("Touch", Hints::EDIT),
+            ToolDef::typed("old_count", "An older name of count.", false, count)
+                .titled("Count (old name)", Hints::READ)
+                .unlisted(),
         ]
     }
 
@@ -258,6 +261,23 @@ fn read_only_mode_hides_what_the_hints_say_mutates() {
     assert!(!names.contains(&"touch"), "{names:?}");
     let outcome = tools.dispatch("touch", json!({}), &CallContext::default());
     assert!(protocol(&outcome).message.contains("read-only"));
+}
+
+#[test]
+fn an_unlisted_tool_is_callable_but_never_advertised() {
+    for read_only in [false, true] {
+        let (_dir, tools) = open(read_only);
+        let names: Vec<_> = tools.list_tools().iter().map(|t| t.name()).collect();
+        assert!(!names.contains(&"old_count"), "{names:?}");
+        let result = tools.call("old_count", json!({}));
+        assert!(!result.is_error, "{}", result.text);
+    }
+    let listed: Vec<_> = agent_tools::offered_specs(&TestSurface, false)
+        .iter()
+        .map(|t| t.name())
+        .collect();
+    assert!(!listed.contains(&"old_count"), "{listed:?}");
+    assert!(listed.contains(&"count"), "{listed:?}");
 }
 
 #[test]

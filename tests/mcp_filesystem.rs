@@ -74,7 +74,11 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
             "write_file",
             "create_directory",
             "move_file",
-            "delete_file"
+            "delete_file",
+            "directory_tree",
+            "search_files",
+            "glob_search",
+            "bash"
         ]
     );
     for tool in tools {
@@ -88,7 +92,8 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
         ] {
             assert!(hints[hint].is_boolean(), "{tool}");
         }
-        assert_eq!(hints["openWorldHint"], json!(false), "{tool}");
+        let open_world = tool["name"] == "bash";
+        assert_eq!(hints["openWorldHint"], json!(open_world), "{tool}");
     }
 }
 
@@ -158,12 +163,6 @@ fn read_file_error_codes() {
     assert_eq!(code, -32602, "{message}");
     let (code, message) = rpc_error(&mut client, "read_file", json!({"path": p(&root)}));
     assert_eq!(code, -32603, "a directory: {message}");
-    let (code, message) = rpc_error(
-        &mut client,
-        "read_file",
-        json!({"path": p(&root.join("bin"))}),
-    );
-    assert_eq!(code, -32603, "binary: {message}");
     let (code, message) = rpc_error(&mut client, "no_such_tool", json!({}));
     assert_eq!(code, -32602, "{message}");
 }
@@ -560,4 +559,636 @@ fn a_read_only_root_nested_in_a_writable_one_stays_read_only() {
         "write_file",
         json!({"path": p(&root.join("x.txt")), "content": "x"}),
     );
+}
+
+/// The whole result of a call that must succeed.
+fn result(client: &mut McpClient, tool: &str, args: Value) -> Value {
+    let response = client.request("tools/call", json!({"name": tool, "arguments": args}));
+    response
+        .get("result")
+        .unwrap_or_else(|| panic!("{tool}: no result: {response}"))
+        .clone()
+}
+
+/// Two roots side by side (`work` read-write, `frozen` read-only) in one
+/// sandbox, with the server started on both.
+fn two_roots() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    McpClient,
+) {
+    let (outer, root) = sandbox();
+    let work = root.join("work");
+    let frozen = root.join("frozen");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&frozen).unwrap();
+    let client = filesystem(&work, &["--read-only-root", &p(&frozen)]);
+    (outer, work, frozen, client)
+}
+
+#[test]
+fn read_file_answers_binary_files_as_media_or_embedded_blobs() {
+    let (_outer, root) = sandbox();
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01".to_vec();
+    std::fs::write(root.join("pic.png"), &png).unwrap();
+    let mut wav = b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0".to_vec();
+    wav.extend_from_slice(&[0; 24]);
+    std::fs::write(root.join("sound.wav"), &wav).unwrap();
+    std::fs::write(root.join("data bin"), b"\x00\x01\x02binary").unwrap();
+    std::fs::write(root.join("text.txt"), "plain\n").unwrap();
+    let mut client = filesystem(&root, &[]);
+
+    let image = result(
+        &mut client,
+        "read_file",
+        json!({"path": p(&root.join("pic.png"))}),
+    );
+    assert_eq!(image["content"][0]["type"], "image", "{image}");
+    assert_eq!(image["content"][0]["mimeType"], "image/png");
+    assert_eq!(image["content"][0]["data"], "iVBORw0KGgoAAAANSUhEUgAAAAE=");
+
+    let audio = result(
+        &mut client,
+        "read_file",
+        json!({"path": p(&root.join("sound.wav"))}),
+    );
+    assert_eq!(audio["content"][0]["type"], "audio", "{audio}");
+    assert!(
+        audio["content"][0]["mimeType"]
+            .as_str()
+            .unwrap()
+            .starts_with("audio/")
+    );
+
+    let blob = result(
+        &mut client,
+        "read_file",
+        json!({"path": p(&root.join("data bin"))}),
+    );
+    let resource = &blob["content"][0];
+    assert_eq!(resource["type"], "resource", "{blob}");
+    assert_eq!(resource["resource"]["mimeType"], "application/octet-stream");
+    assert_eq!(resource["resource"]["blob"], "AAECYmluYXJ5");
+    let uri = resource["resource"]["uri"].as_str().unwrap();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with("/data%20bin"),
+        "{uri}"
+    );
+
+    // The unadvertised reader of media gives the same for any file.
+    let media = result(
+        &mut client,
+        "read_media_file",
+        json!({"path": p(&root.join("pic.png"))}),
+    );
+    assert_eq!(media["content"][0]["type"], "image");
+    let media = result(
+        &mut client,
+        "read_media_file",
+        json!({"path": p(&root.join("text.txt"))}),
+    );
+    assert_eq!(media["content"][0]["resource"]["mimeType"], "text/plain");
+    let (code, _) = rpc_error(
+        &mut client,
+        "read_media_file",
+        json!({"path": p(&root.join("nope"))}),
+    );
+    assert_eq!(code, -32002);
+
+    // A binary file in read_multiple_files is an inline error, not a blob.
+    let items = ok(
+        &mut client,
+        "read_multiple_files",
+        json!({"paths": [p(&root.join("data bin")), p(&root.join("text.txt"))]}),
+    );
+    assert!(
+        items[0].contains("[error:") && items[0].contains("read_file"),
+        "{items:?}"
+    );
+    assert_eq!(items[1], format!("{}:\nplain\n", p(&root.join("text.txt"))));
+}
+
+#[test]
+fn read_text_file_heads_and_tails_without_being_listed() {
+    let (_outer, root) = sandbox();
+    let lines: String = (1..=1000).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(root.join("log.txt"), lines).unwrap();
+    let mut client = filesystem(&root, &[]);
+    let listed = client.request("tools/list", json!({}));
+    let names: Vec<_> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n == "read_text_file" || n == "read_media_file")
+    );
+    let path = p(&root.join("log.txt"));
+    assert_eq!(
+        ok(
+            &mut client,
+            "read_text_file",
+            json!({"path": path, "head": 2})
+        ),
+        ["line 1\nline 2\n"]
+    );
+    assert_eq!(
+        ok(
+            &mut client,
+            "read_text_file",
+            json!({"path": path, "tail": 2})
+        ),
+        ["line 999\nline 1000\n"]
+    );
+    let whole = ok(&mut client, "read_text_file", json!({"path": path}));
+    assert!(whole[0].starts_with("line 1\n") && whole[0].ends_with("line 1000\n"));
+    let (code, message) = rpc_error(
+        &mut client,
+        "read_text_file",
+        json!({"path": path, "head": 1, "tail": 1}),
+    );
+    assert_eq!(code, -32602, "{message}");
+    let (code, _) = rpc_error(
+        &mut client,
+        "read_text_file",
+        json!({"path": path, "head": -1}),
+    );
+    assert_eq!(code, -32602);
+    let (code, _) = rpc_error(
+        &mut client,
+        "read_text_file",
+        json!({"path": "/etc/passwd", "tail": 1}),
+    );
+    assert_eq!(code, -32001);
+}
+
+#[test]
+fn search_files_matches_names_case_insensitively_with_legacy_names() {
+    let (_outer, work, frozen, mut client) = two_roots();
+    for dir in ["src/Config", "node_modules/config", "docs"] {
+        std::fs::create_dir_all(work.join(dir)).unwrap();
+    }
+    std::fs::write(work.join("src/app_CONFIG.rs"), "").unwrap();
+    std::fs::write(work.join("node_modules/config/index.js"), "").unwrap();
+    std::fs::write(work.join("docs/readme.md"), "").unwrap();
+    std::fs::write(frozen.join("config.toml"), "").unwrap();
+    let w = |rel: &str| p(&work.join(rel));
+
+    let found = ok(
+        &mut client,
+        "search_files",
+        json!({"directory": p(&work), "nameContains": "config", "excludeGlobs": ["node_modules"]}),
+    );
+    assert_eq!(
+        found,
+        [format!("{}\n{}\n", w("src/Config"), w("src/app_CONFIG.rs"))]
+    );
+    // Directories and files alike; nothing is capped.
+    let found = ok(
+        &mut client,
+        "search_files",
+        json!({"directory": p(&work), "nameContains": "CONFIG"}),
+    );
+    assert_eq!(found[0].lines().count(), 3, "{found:?}");
+    // The older names, and the newer winning over them.
+    let legacy = ok(
+        &mut client,
+        "search_files",
+        json!({"path": p(&work), "pattern": "config", "excludePatterns": ["node_modules"]}),
+    );
+    assert_eq!(
+        legacy,
+        [format!("{}\n{}\n", w("src/Config"), w("src/app_CONFIG.rs"))]
+    );
+    let both = ok(
+        &mut client,
+        "search_files",
+        json!({"directory": p(&work), "path": "/nowhere", "nameContains": "readme", "pattern": "x"}),
+    );
+    assert_eq!(both, [format!("{}\n", w("docs/readme.md"))]);
+    // A legacy pattern with glob characters is a glob over the relative path.
+    let glob = ok(
+        &mut client,
+        "search_files",
+        json!({"path": p(&work), "pattern": "**/*.md"}),
+    );
+    assert_eq!(glob, [format!("{}\n", w("docs/readme.md"))]);
+    // The advertised schema names only the newer arguments.
+    let listed = client.request("tools/list", json!({}));
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "search_files")
+        .unwrap()
+        .clone();
+    let properties = tool["inputSchema"]["properties"].as_object().unwrap();
+    let mut keys: Vec<_> = properties.keys().cloned().collect();
+    keys.sort();
+    assert_eq!(keys, ["directory", "excludeGlobs", "nameContains"]);
+    assert_eq!(
+        tool["inputSchema"]["required"],
+        json!(["directory", "nameContains"])
+    );
+
+    // A read-only root is searched like any.
+    let found = ok(
+        &mut client,
+        "search_files",
+        json!({"directory": p(&frozen), "nameContains": "toml"}),
+    );
+    assert_eq!(found, [format!("{}\n", p(&frozen.join("config.toml")))]);
+    assert_eq!(
+        ok(
+            &mut client,
+            "search_files",
+            json!({"directory": p(&work), "nameContains": "zzz"})
+        ),
+        ["(no matches found)\n"]
+    );
+    let (code, m) = rpc_error(&mut client, "search_files", json!({"nameContains": "x"}));
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(&mut client, "search_files", json!({"directory": p(&work)}));
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "search_files",
+        json!({"directory": p(&work), "nameContains": ""}),
+    );
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "search_files",
+        json!({"directory": "/etc", "nameContains": "x"}),
+    );
+    assert_eq!(code, -32001, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "search_files",
+        json!({"directory": w("gone"), "nameContains": "x"}),
+    );
+    assert_eq!(code, -32002, "{m}");
+}
+
+#[test]
+fn directory_tree_follows_the_depth_rule() {
+    let (_outer, work, _frozen, mut client) = two_roots();
+    std::fs::create_dir_all(work.join("a/b")).unwrap();
+    std::fs::create_dir_all(work.join("skip")).unwrap();
+    std::fs::write(work.join("a/b/deep.txt"), "").unwrap();
+    std::fs::write(work.join("a/one.txt"), "").unwrap();
+    std::fs::write(work.join("top.txt"), "").unwrap();
+    let tree = |client: &mut McpClient, args: Value| -> Value {
+        let items = ok(client, "directory_tree", args);
+        assert_eq!(items.len(), 1, "{items:?}");
+        serde_json::from_str(&items[0]).unwrap()
+    };
+    let full = tree(&mut client, json!({"path": p(&work)}));
+    assert_eq!(
+        full,
+        json!({"name": "work", "type": "directory", "children": [
+            {"name": "a", "type": "directory", "children": [
+                {"name": "b", "type": "directory", "children": [
+                    {"name": "deep.txt", "type": "file"}]},
+                {"name": "one.txt", "type": "file"}]},
+            {"name": "skip", "type": "directory", "children": []},
+            {"name": "top.txt", "type": "file"}]})
+    );
+    assert_eq!(
+        tree(&mut client, json!({"path": p(&work), "depth": 0})),
+        json!({"name": "work", "type": "directory"})
+    );
+    assert_eq!(
+        tree(&mut client, json!({"path": p(&work), "depth": 1})),
+        json!({"name": "work", "type": "directory", "children": [
+            {"name": "a", "type": "directory"},
+            {"name": "skip", "type": "directory"},
+            {"name": "top.txt", "type": "file"}]})
+    );
+    let two = tree(&mut client, json!({"path": p(&work), "depth": 2}));
+    assert_eq!(
+        two["children"][0]["children"][0],
+        json!({"name": "b", "type": "directory"})
+    );
+    let excluded = tree(
+        &mut client,
+        json!({"path": p(&work), "excludePatterns": ["skip", "*.txt"]}),
+    );
+    assert_eq!(
+        excluded,
+        json!({"name": "work", "type": "directory", "children": [
+            {"name": "a", "type": "directory", "children": [
+                {"name": "b", "type": "directory", "children": []}]}]})
+    );
+    let (code, m) = rpc_error(
+        &mut client,
+        "directory_tree",
+        json!({"path": p(&work.join("gone"))}),
+    );
+    assert_eq!(code, -32002, "{m}");
+    let (code, m) = rpc_error(&mut client, "directory_tree", json!({"path": "/etc"}));
+    assert_eq!(code, -32001, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "directory_tree",
+        json!({"path": p(&work), "depth": -1}),
+    );
+    assert_eq!(code, -32602, "{m}");
+}
+
+#[test]
+fn directory_tree_is_cut_to_the_output_limit_with_a_note() {
+    let (_outer, root) = sandbox();
+    for n in 0..400 {
+        std::fs::write(
+            root.join(format!("file-with-a-longish-name-{n:04}.txt")),
+            "",
+        )
+        .unwrap();
+    }
+    let mut client = filesystem(&root, &["--max-output-bytes", "4096"]);
+    let items = ok(&mut client, "directory_tree", json!({"path": p(&root)}));
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].len() <= 4096, "{}", items[0].len());
+    let tree: Value = serde_json::from_str(&items[0]).unwrap();
+    let shown = tree["children"].as_array().unwrap().len();
+    assert!(shown > 10 && shown < 400, "{shown}");
+    assert_eq!(
+        tree["children"][0]["name"],
+        "file-with-a-longish-name-0000.txt"
+    );
+    assert!(
+        items[1].contains(&format!("{shown} of 400 entries shown")),
+        "{}",
+        items[1]
+    );
+}
+
+#[test]
+fn glob_search_finds_files_sorted_and_capped() {
+    let (_outer, work, _frozen, mut client) = two_roots();
+    std::fs::create_dir_all(work.join("src/deep")).unwrap();
+    std::fs::create_dir_all(work.join("target/x.rs")).unwrap();
+    for file in [
+        "src/b.rs",
+        "src/a.rs",
+        "src/deep/c.rs",
+        "src/d.txt",
+        "main.rs",
+    ] {
+        std::fs::write(work.join(file), "").unwrap();
+    }
+    let w = |rel: &str| p(&work.join(rel));
+    let found = ok(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": ["**/*.rs"], "excludeGlobs": ["src/deep"]}),
+    );
+    // Directories never come back, even when their names match.
+    assert_eq!(
+        found,
+        [format!(
+            "{}\n{}\n{}\n",
+            w("main.rs"),
+            w("src/a.rs"),
+            w("src/b.rs")
+        )]
+    );
+    let found = ok(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": ["src/*.rs", "*.txt", "src/*.{txt,md}"], "max": 2}),
+    );
+    assert_eq!(
+        found,
+        [format!(
+            "{}\n{}\n[2 of 3 matches shown; raise max (0 for no limit) or narrow the globs]\n",
+            w("src/a.rs"),
+            w("src/b.rs")
+        )]
+    );
+    let all = ok(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": ["**"], "max": 0}),
+    );
+    assert_eq!(all[0].lines().count(), 5, "{all:?}");
+    // A glob that repeats the directory is taken relative to it.
+    let absolute = ok(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": [w("*.rs")]}),
+    );
+    assert_eq!(absolute, [format!("{}\n", w("main.rs"))]);
+    assert_eq!(
+        ok(
+            &mut client,
+            "glob_search",
+            json!({"directory": p(&work), "globs": ["*.zip"]})
+        ),
+        ["(no matches found)\n"]
+    );
+    let (code, m) = rpc_error(&mut client, "glob_search", json!({"directory": p(&work)}));
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(&mut client, "glob_search", json!({"globs": ["*"]}));
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": ["a["]}),
+    );
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "glob_search",
+        json!({"directory": p(&work), "globs": ["/etc/*"]}),
+    );
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "glob_search",
+        json!({"directory": "/etc", "globs": ["*"]}),
+    );
+    assert_eq!(code, -32001, "{m}");
+}
+
+#[test]
+fn bash_answers_stdout_with_the_exit_code_and_stderr_apart() {
+    let (_outer, work, frozen, mut client) = two_roots();
+    // The default directory is the first read-write one.
+    let ran = result(&mut client, "bash", json!({"command": "pwd"}));
+    assert_eq!(ran["isError"], json!(false), "{ran}");
+    assert_eq!(
+        ran["content"][0]["text"],
+        format!("{}\n[exit code: 0]", p(&work.canonicalize().unwrap()))
+    );
+    assert_eq!(ran["content"].as_array().unwrap().len(), 1);
+
+    let quiet = result(&mut client, "bash", json!({"command": "true"}));
+    assert_eq!(quiet["content"][0]["text"], "(no output)\n[exit code: 0]");
+
+    let failed = result(
+        &mut client,
+        "bash",
+        json!({"command": "echo out; echo err >&2; exit 3"}),
+    );
+    assert_eq!(failed["isError"], json!(true));
+    assert_eq!(failed["content"][0]["text"], "out\n[exit code: 3]");
+    assert_eq!(failed["content"][1]["text"], "[stderr]\nerr\n");
+
+    // A read-only root may be the working directory.
+    let there = result(
+        &mut client,
+        "bash",
+        json!({"command": "ls", "workingDirectory": p(&frozen)}),
+    );
+    assert_eq!(there["isError"], json!(false), "{there}");
+
+    let big = result(
+        &mut client,
+        "bash",
+        json!({"command": "head -c 600000 /dev/zero | tr '\\0' a"}),
+    );
+    let text = big["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with(&"a".repeat(524_288)), "{}", text.len());
+    assert!(
+        text.contains("[stdout cut: 75712 more bytes not shown"),
+        "{}",
+        &text[524_288..]
+    );
+    assert!(text.ends_with("[exit code: 0]"));
+
+    let (code, m) = rpc_error(&mut client, "bash", json!({}));
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "bash",
+        json!({"command": "true", "timeout": 61}),
+    );
+    assert_eq!(code, -32602, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "bash",
+        json!({"command": "true", "workingDirectory": "/tmp"}),
+    );
+    assert_eq!(code, -32001, "{m}");
+    let (code, m) = rpc_error(
+        &mut client,
+        "bash",
+        json!({"command": "true", "workingDirectory": p(&work.join("gone"))}),
+    );
+    assert_eq!(code, -32002, "{m}");
+}
+
+#[test]
+fn bash_stops_a_command_at_its_timeout_and_keeps_what_it_printed() {
+    let (_outer, root) = sandbox();
+    let mut client = filesystem(&root, &[]);
+    let stopped = result(
+        &mut client,
+        "bash",
+        json!({"command": "echo partial; echo half >&2; sleep 30", "timeout": 1}),
+    );
+    assert_eq!(stopped["isError"], json!(true), "{stopped}");
+    let text = stopped["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("partial\n[timed out after 1 s"), "{text}");
+    assert_eq!(stopped["content"][1]["text"], "[stderr]\nhalf\n");
+}
+
+#[test]
+fn read_only_mode_offers_no_bash() {
+    let (_outer, root) = sandbox();
+    let mut client = filesystem(&root, &["--read-only"]);
+    let listed = client.request("tools/list", json!({}));
+    let names: Vec<_> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n == "bash"), "{names:?}");
+    assert!(names.iter().any(|n| n == "search_files"), "{names:?}");
+    let (code, m) = rpc_error(&mut client, "bash", json!({"command": "true"}));
+    assert_eq!(code, -32602, "{m}");
+    assert!(m.contains("read-only"), "{m}");
+}
+
+/// Polls list_allowed_directories until it is `expected` (a bounded wait:
+/// the roots are asked for after the handshake, on a task of their own).
+fn wait_for_allowed(client: &mut McpClient, expected: &str) {
+    let mut last = Vec::new();
+    for _ in 0..200 {
+        last = ok(client, "list_allowed_directories", json!({}));
+        if last == [expected] {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("allowed directories stayed {last:?}, expected {expected:?}");
+}
+
+#[test]
+fn without_a_root_the_clients_roots_are_taken_and_refreshed() {
+    let (_outer, root) = sandbox();
+    let first = root.join("first dir");
+    let second = root.join("second");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::write(second.join("s.txt"), "in second\n").unwrap();
+    let uri = |path: &Path| format!("file://{}", p(path).replace(' ', "%20"));
+    let mut client = McpClient::start_with(
+        &["--surface".into(), "filesystem".into()],
+        json!({"roots": {"listChanged": true}}),
+        Some(vec![uri(&first), "https://example.invalid/x".into()]),
+    )
+    .guarded();
+    wait_for_allowed(&mut client, &format!("{} (read-write)\n", p(&first)));
+    ok(
+        &mut client,
+        "write_file",
+        json!({"path": p(&first.join("f.txt")), "content": "x"}),
+    );
+    assert_eq!(std::fs::read_to_string(first.join("f.txt")).unwrap(), "x");
+
+    client.roots = Some(vec![uri(&second)]);
+    client.notify("notifications/roots/list_changed", json!({}));
+    wait_for_allowed(&mut client, &format!("{} (read-write)\n", p(&second)));
+    assert_eq!(
+        ok(&mut client, "read_file", json!({"path": "s.txt"})),
+        ["in second\n"]
+    );
+    let (code, _) = rpc_error(
+        &mut client,
+        "read_file",
+        json!({"path": p(&first.join("f.txt"))}),
+    );
+    assert_eq!(code, -32001);
+    assert_eq!(client.server_requests.get("roots/list"), Some(&2));
+}
+
+#[test]
+fn without_a_root_or_client_roots_every_path_is_refused_clearly() {
+    let (_outer, root) = sandbox();
+    let mut client =
+        McpClient::start_with(&["--surface".into(), "filesystem".into()], json!({}), None)
+            .guarded();
+    assert_eq!(
+        ok(&mut client, "list_allowed_directories", json!({})),
+        ["(no allowed directories yet)\n"]
+    );
+    let (code, message) = rpc_error(
+        &mut client,
+        "read_file",
+        json!({"path": p(&root.join("x"))}),
+    );
+    assert_eq!(code, -32001);
+    assert!(message.contains("no directory is allowed yet"), "{message}");
+    let (code, message) = rpc_error(&mut client, "bash", json!({"command": "true"}));
+    assert_eq!(code, -32001);
+    assert!(message.contains("no directory is allowed yet"), "{message}");
+    assert_eq!(client.server_requests.get("roots/list"), None);
 }

@@ -17,6 +17,12 @@ pub struct McpClient {
     next_id: u64,
     /// Responses read while waiting for another id (answers arrive in any order).
     early: HashMap<u64, Value>,
+    /// The roots this client answers `roots/list` with (as `file://` URIs);
+    /// `None` answers that request, like any other from the server, with
+    /// method not found.
+    pub roots: Option<Vec<String>>,
+    /// How many requests the server sent, by method.
+    pub server_requests: HashMap<String, usize>,
 }
 
 impl McpClient {
@@ -24,7 +30,13 @@ impl McpClient {
     /// runs past a minute: a stuck call then fails (the client sees stdout
     /// close) instead of hanging the test run.
     pub fn start_guarded(root: &Path, extra: &[&str]) -> McpClient {
-        let client = McpClient::start(root, extra);
+        McpClient::start(root, extra).guarded()
+    }
+
+    /// Kills the server if the test runs past a minute (see
+    /// [`start_guarded`](Self::start_guarded)).
+    pub fn guarded(self) -> McpClient {
+        let client = self;
         let pid = nix::unistd::Pid::from_raw(i32::try_from(client.pid()).unwrap());
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(60));
@@ -35,11 +47,22 @@ impl McpClient {
 
     /// Starts `agent-tools mcp --root ROOT EXTRA...` and performs the handshake.
     pub fn start(root: &Path, extra: &[&str]) -> McpClient {
+        let mut args = vec!["--root".to_owned(), root.to_str().unwrap().to_owned()];
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        McpClient::start_with(&args, json!({}), None)
+    }
+
+    /// Starts `agent-tools mcp ARGS...` (nothing added), declaring
+    /// `capabilities` in the handshake and answering `roots/list` with
+    /// `roots`; killed like [`start_guarded`](Self::start_guarded).
+    pub fn start_with(
+        args: &[String],
+        capabilities: Value,
+        roots: Option<Vec<String>>,
+    ) -> McpClient {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
             .arg("mcp")
-            .arg("--root")
-            .arg(root)
-            .args(extra)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -53,12 +76,14 @@ impl McpClient {
             stdout,
             next_id: 1,
             early: HashMap::new(),
+            roots,
+            server_requests: HashMap::new(),
         };
         let init = client.request(
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "test-client", "version": "0"}
             }),
         );
@@ -100,6 +125,10 @@ impl McpClient {
             );
             let message: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("bad JSON from server: {e}: {line}"));
+            if message.get("method").is_some() && message.get("id").is_some() {
+                self.answer_server_request(&message);
+                continue;
+            }
             match message.get("id").and_then(Value::as_u64) {
                 Some(got) if got == id => return message,
                 Some(other) => {
@@ -108,6 +137,24 @@ impl McpClient {
                 None => {}
             }
         }
+    }
+
+    /// Answers a request the server sent: `roots/list` with [`roots`](Self::roots)
+    /// when set, anything else with method not found.
+    fn answer_server_request(&mut self, request: &Value) {
+        let method = request["method"].as_str().unwrap_or("").to_owned();
+        *self.server_requests.entry(method.clone()).or_default() += 1;
+        let id = request["id"].clone();
+        let answer = match (&self.roots, method.as_str()) {
+            (Some(roots), "roots/list") => {
+                let roots: Vec<Value> = roots.iter().map(|uri| json!({"uri": uri})).collect();
+                json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}})
+            }
+            _ => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
+            }
+        };
+        self.send(&answer);
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Value {

@@ -75,6 +75,7 @@ impl AllowedRoot {
 #[derive(Debug, Clone)]
 pub struct ConfigBuilder {
     root: PathBuf,
+    awaiting_roots: bool,
     root_access: RootAccess,
     more_roots: Vec<AllowedRoot>,
     max_output_bytes: u64,
@@ -90,6 +91,7 @@ pub struct ConfigBuilder {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     root: PathBuf,
+    awaiting_roots: bool,
     root_access: RootAccess,
     more_roots: Vec<AllowedRoot>,
     max_output_bytes: usize,
@@ -112,6 +114,7 @@ impl ConfigBuilder {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         ConfigBuilder {
             root: root.into(),
+            awaiting_roots: false,
             root_access: RootAccess::ReadWrite,
             more_roots: Vec::new(),
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
@@ -120,6 +123,17 @@ impl ConfigBuilder {
             read_only: false,
             confinement: Confinement::Confined,
             bash_launcher: None,
+        }
+    }
+
+    /// A configuration with no allowed directory yet, for a surface that
+    /// serves several and takes them from the client (MCP roots) once it
+    /// connects. Until then every path is refused. A surface that needs a
+    /// root cannot open on it.
+    pub fn awaiting_roots() -> Self {
+        ConfigBuilder {
+            awaiting_roots: true,
+            ..ConfigBuilder::new(PathBuf::new())
         }
     }
 
@@ -203,12 +217,15 @@ impl ConfigBuilder {
             1,
             24 * 3600 * 1000,
         )?;
-        check_directory(&self.root)?;
+        if !self.awaiting_roots {
+            check_directory(&self.root)?;
+        }
         for more in &self.more_roots {
             check_directory(&more.path)?;
         }
         Ok(Config {
             root: self.root,
+            awaiting_roots: self.awaiting_roots,
             root_access: self.root_access,
             more_roots: self.more_roots,
             max_output_bytes: usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX),
@@ -260,15 +277,22 @@ impl Config {
         &self.root
     }
 
-    /// Every allowed directory: the root first, then those added with
-    /// [`ConfigBuilder::also_root`], in the order given.
+    /// Every allowed directory: the root first (none when
+    /// [awaiting](ConfigBuilder::awaiting_roots) the client's), then those
+    /// added with [`ConfigBuilder::also_root`], in the order given.
     pub fn roots(&self) -> Vec<AllowedRoot> {
-        std::iter::once(AllowedRoot {
+        let root = (!self.awaiting_roots).then(|| AllowedRoot {
             path: self.root.clone(),
             access: self.root_access,
-        })
-        .chain(self.more_roots.iter().cloned())
-        .collect()
+        });
+        root.into_iter()
+            .chain(self.more_roots.iter().cloned())
+            .collect()
+    }
+
+    /// Whether the allowed directories are to come from the client.
+    pub fn awaiting_client_roots(&self) -> bool {
+        self.awaiting_roots
     }
 
     /// The same configuration for one of its allowed directories alone:
@@ -277,6 +301,7 @@ impl Config {
     pub fn for_root(&self, root: &AllowedRoot) -> Config {
         Config {
             root: root.path.clone(),
+            awaiting_roots: false,
             root_access: root.access,
             more_roots: Vec::new(),
             ..self.clone()

@@ -66,7 +66,12 @@ impl AgentTools {
                 Ok(Offered { def, validator })
             })
             .collect::<Result<Vec<_>, StartupError>>()?;
-        let specs = offered.iter().map(|tool| tool.def.spec().clone()).collect();
+        // Listed and offered; an unlisted tool is offered (callable) only.
+        let specs = offered
+            .iter()
+            .filter(|tool| tool.def.spec().listed())
+            .map(|tool| tool.def.spec().clone())
+            .collect();
         let session = surface.new_session();
         Ok(AgentTools {
             bound: Box::new(Bound {
@@ -123,6 +128,22 @@ impl AgentTools {
         self.bound.new_session()
     }
 
+    /// Whether the allowed directories are to come from the client (the
+    /// configuration named none; see [`ConfigBuilder::awaiting_roots`](crate::ConfigBuilder::awaiting_roots)).
+    pub fn wants_client_roots(&self) -> bool {
+        self.config().awaiting_client_roots()
+    }
+
+    /// Takes the directories a client announced as the allowed ones (each
+    /// must be an existing directory; on failure nothing changes). Does
+    /// nothing unless [`wants_client_roots`](Self::wants_client_roots).
+    pub fn use_client_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), StartupError> {
+        if !self.wants_client_roots() {
+            return Ok(());
+        }
+        self.bound.replace_roots(roots)
+    }
+
     /// Runs one tool call and returns its text. Never panics and never
     /// fails: every outcome, including a panic inside the tool, becomes a
     /// [`DispatchResult`]. [`dispatch`](Self::dispatch) gives the outcome
@@ -164,6 +185,7 @@ trait Pipeline: Send + Sync {
     fn instructions(&self) -> &'static str;
     fn specs(&self) -> &[ToolSpec];
     fn new_session(&self) -> Session;
+    fn replace_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), StartupError>;
     fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome;
     fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome;
 }
@@ -205,6 +227,10 @@ impl<S: Surface> Pipeline for Bound<S> {
 
     fn new_session(&self) -> Session {
         self.surface.new_session()
+    }
+
+    fn replace_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), StartupError> {
+        self.surface.replace_roots(&self.state, roots)
     }
 
     fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome {

@@ -84,6 +84,7 @@ pub struct ToolSpec {
     hints: Hints,
     bounded: bool,
     brief: bool,
+    listed: bool,
 }
 
 impl ToolSpec {
@@ -126,6 +127,12 @@ impl ToolSpec {
     /// Whether a call is brief by construction (see [`ToolDef::brief`]).
     pub fn brief(&self) -> bool {
         self.brief
+    }
+
+    /// Whether the tool is advertised (in `tools/list`, the tool listings
+    /// and the snapshot). An unlisted tool can still be called.
+    pub fn listed(&self) -> bool {
+        self.listed
     }
 }
 
@@ -191,6 +198,7 @@ impl<S: 'static> ToolDef<S> {
                 hints: if mutating { Hints::EDIT } else { Hints::READ },
                 bounded: false,
                 brief: false,
+                listed: true,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
@@ -221,6 +229,36 @@ impl<S: 'static> ToolDef<S> {
     /// cut it.
     pub fn bounding_itself(mut self) -> ToolDef<S> {
         self.spec.bounded = true;
+        self
+    }
+
+    /// Keeps the tool callable but out of every listing: for names models
+    /// trained on another server call (an older name of a tool, say) that
+    /// should not crowd what is advertised. Read-only mode hides it like
+    /// any tool of its hints.
+    pub fn unlisted(mut self) -> ToolDef<S> {
+        self.spec.listed = false;
+        self
+    }
+
+    /// Accepts the arguments `hidden` without advertising them (older
+    /// names some models send), and advertises `required` as required
+    /// although the argument type takes them as optional (so that an older
+    /// name may stand in for one; the handler checks that one of the two
+    /// came). Validation is unchanged.
+    pub fn accepting_unadvertised(
+        mut self,
+        hidden: &[&'static str],
+        required: &[&'static str],
+    ) -> ToolDef<S> {
+        let mut advertised = (*self.spec.input_schema).clone();
+        if let Some(Value::Object(properties)) = advertised.get_mut("properties") {
+            properties.retain(|name, _| !hidden.contains(&name.as_str()));
+        }
+        if !required.is_empty() {
+            advertised.insert("required".to_owned(), serde_json::json!(required));
+        }
+        self.spec.input_schema = Arc::new(advertised);
         self
     }
 

@@ -84,18 +84,31 @@ pub trait Surface: Send + Sync + 'static {
         false
     }
 
+    /// Replaces the allowed directories with those a client announced (MCP
+    /// roots), for a surface that serves several and was started without
+    /// any. The default keeps what the surface has.
+    fn replace_roots(
+        &self,
+        state: &Self::State,
+        roots: &[std::path::PathBuf],
+    ) -> Result<(), StartupError> {
+        let _ = (state, roots);
+        Ok(())
+    }
+
     /// A new session: the state kept for one connection. None by default.
     fn new_session(&self) -> Session {
         Session::default()
     }
 }
 
-/// The tools a surface offers in a mode, as clients see them.
+/// The tools a surface offers in a mode, as clients see them (unlisted
+/// tools left out: they can be called but are not advertised).
 pub fn offered_specs<S: Surface>(surface: &S, read_only: bool) -> Vec<ToolSpec> {
     surface
         .tools()
         .into_iter()
-        .filter(|tool| !(read_only && tool.spec().mutating()))
+        .filter(|tool| tool.spec().listed() && !(read_only && tool.spec().mutating()))
         .map(|tool| tool.spec().clone())
         .collect()
 }

@@ -100,6 +100,9 @@ pub(crate) struct Stream {
     total: u64,
     ceiling: u64,
     spill: Option<Spill>,
+    /// Keep this much inline and drop the rest (no spill).
+    cut: Option<usize>,
+    dropped: u64,
 }
 
 /// A stream once the run is over.
@@ -111,6 +114,8 @@ pub(crate) struct Captured {
     pub(crate) lossy: bool,
     /// Where the complete stream was spilled, as it is shown to the caller.
     pub(crate) spill: Option<PathBuf>,
+    /// Bytes dropped past the cut.
+    pub(crate) dropped: u64,
 }
 
 impl Stream {
@@ -123,7 +128,15 @@ impl Stream {
             total: 0,
             ceiling,
             spill: None,
+            cut: None,
+            dropped: 0,
         }
+    }
+
+    /// This stream keeps its first `bytes` inline and drops the rest.
+    pub(crate) fn cutting_at(mut self, bytes: Option<usize>) -> Self {
+        self.cut = bytes;
+        self
     }
 
     /// The stream's name.
@@ -146,6 +159,12 @@ impl Stream {
             _ => (chunk, Pushed::Within),
         };
         self.total += chunk.len() as u64;
+        if let Some(cut) = self.cut {
+            let take = cut.saturating_sub(self.inline.len()).min(chunk.len());
+            self.inline.extend_from_slice(&chunk[..take]);
+            self.dropped += (chunk.len() - take) as u64;
+            return Ok(pushed);
+        }
         match &mut self.spill {
             Some(spill) => spill.writer.write_all(chunk)?,
             None => {
@@ -176,7 +195,7 @@ impl Stream {
             }
             None => None,
         };
-        let bytes = if spill.is_some() {
+        let bytes = if spill.is_some() || self.dropped > 0 {
             trim_cut_char(&self.inline)
         } else {
             &self.inline[..]
@@ -185,7 +204,12 @@ impl Stream {
             std::borrow::Cow::Borrowed(text) => (text.to_owned(), false),
             std::borrow::Cow::Owned(text) => (text, true),
         };
-        Ok(Captured { text, lossy, spill })
+        Ok(Captured {
+            text,
+            lossy,
+            spill,
+            dropped: self.dropped,
+        })
     }
 }
 
@@ -315,6 +339,22 @@ mod tests {
         );
         let captured = stream.finish().unwrap();
         assert_eq!(read_spill(tmp.path(), &captured), b"abcde");
+    }
+
+    #[test]
+    fn a_cut_stream_keeps_its_start_and_counts_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let namer = SpillNamer::new(&tmp.path().join("never"), None, None);
+        let mut stream = Stream::new("stdout", u64::MAX).cutting_at(Some(4));
+        let mut budget = 0;
+        stream.push(b"ab", &mut budget, &namer).unwrap();
+        stream.push("cé€".as_bytes(), &mut budget, &namer).unwrap();
+        let captured = stream.finish().unwrap();
+        // The cut fell inside `é`: it is left out whole.
+        assert_eq!(captured.text, "abc");
+        assert_eq!(captured.dropped, 4);
+        assert_eq!(captured.spill, None);
+        assert!(!tmp.path().join("never").exists());
     }
 
     proptest! {

@@ -42,6 +42,17 @@ pub struct RunOutcome {
     /// Invalid UTF-8 in the inline output was replaced.
     #[serde(skip_serializing_if = "is_false")]
     pub lossy: bool,
+    /// Bytes of stdout dropped past the cut (with
+    /// [`OutputLimits::cut_per_stream`](crate::OutputLimits::cut_per_stream)).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stdout_dropped: u64,
+    /// Bytes of stderr dropped past the cut.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stderr_dropped: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 fn is_false(value: &bool) -> bool {
@@ -91,6 +102,12 @@ impl RunOutcome {
         if self.lossy {
             fields.push(("lossy", Value::Bool(true)));
         }
+        if self.stdout_dropped > 0 {
+            fields.push(("stdout_dropped", Value::from(self.stdout_dropped)));
+        }
+        if self.stderr_dropped > 0 {
+            fields.push(("stderr_dropped", Value::from(self.stderr_dropped)));
+        }
         fields
     }
 }
@@ -111,6 +128,8 @@ mod tests {
             stderr_spill: None,
             truncated: true,
             lossy: true,
+            stdout_dropped: 7,
+            stderr_dropped: 0,
         };
         assert_eq!(outcome.to_json(), serde_json::to_value(&outcome).unwrap());
         let plain = RunOutcome {

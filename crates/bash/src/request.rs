@@ -51,10 +51,15 @@ pub fn clamp_timeout(requested_ms: Option<u64>, max_ms: u64) -> Duration {
 /// * `hard_ceiling_per_stream` bounds each stream's total size. A stream that
 ///   passes it gets the whole process group killed and the run fails with
 ///   `output_limit`. It is never zero.
+///
+/// Or, built with [`OutputLimits::cut_per_stream`]: each stream keeps its
+/// first bytes inline and the rest is read, counted and dropped; nothing is
+/// spilled and the command is never killed for its output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputLimits {
     max_output_bytes: usize,
     hard_ceiling_per_stream: NonZeroU64,
+    cut_per_stream: Option<usize>,
 }
 
 impl OutputLimits {
@@ -63,7 +68,24 @@ impl OutputLimits {
         OutputLimits {
             max_output_bytes,
             hard_ceiling_per_stream,
+            cut_per_stream: None,
         }
+    }
+
+    /// Limits that keep the first `bytes` of each stream and drop the rest
+    /// (counted in [`RunOutcome::stdout_dropped`](crate::RunOutcome) and
+    /// `stderr_dropped`): no spill file, no shared budget, no ceiling.
+    pub fn cut_per_stream(bytes: usize) -> Self {
+        OutputLimits {
+            max_output_bytes: bytes.saturating_mul(2),
+            hard_ceiling_per_stream: NonZeroU64::MAX,
+            cut_per_stream: Some(bytes),
+        }
+    }
+
+    /// What each stream keeps when the rest is dropped rather than spilled.
+    pub fn cut(&self) -> Option<usize> {
+        self.cut_per_stream
     }
 
     /// The inline budget shared by stdout and stderr, in bytes.
@@ -84,6 +106,7 @@ impl Default for OutputLimits {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             hard_ceiling_per_stream: NonZeroU64::MIN
                 .saturating_add(DEFAULT_HARD_CEILING_PER_STREAM - 1),
+            cut_per_stream: None,
         }
     }
 }
@@ -177,6 +200,7 @@ pub struct RunRequest {
     limits: OutputLimits,
     spill_opener: Option<SpillOpener>,
     launcher: Option<Launcher>,
+    kill_grace: Duration,
 }
 
 impl RunRequest {
@@ -208,6 +232,7 @@ impl RunRequest {
             limits: OutputLimits::default(),
             spill_opener: None,
             launcher: None,
+            kill_grace: crate::runner::KILL_GRACE,
         })
     }
 
@@ -244,6 +269,19 @@ impl RunRequest {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout.max(Duration::from_millis(1));
         self
+    }
+
+    /// How long a command stopped for its timeout or its output has between
+    /// `SIGTERM` and `SIGKILL` ([`KILL_GRACE`](crate::KILL_GRACE) unless
+    /// set).
+    pub fn with_kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// The grace between `SIGTERM` and `SIGKILL`.
+    pub fn kill_grace(&self) -> Duration {
+        self.kill_grace
     }
 
     /// Sets the output limits.

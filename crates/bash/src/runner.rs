@@ -88,7 +88,8 @@ struct Kill {
 ///   signal). Output is drained until both pipes close or [`DRAIN_GRACE`] has
 ///   passed; the group is **not** killed, so background jobs keep running.
 /// * The timeout passes: the group gets `SIGTERM`, then `SIGKILL` after
-///   [`KILL_GRACE`] if anything survives, and the call fails with `timeout`.
+///   the request's kill grace ([`KILL_GRACE`] unless set) if anything
+///   survives, and the call fails with `timeout`.
 /// * A stream passes the hard ceiling: the same kill, then `output_limit`.
 /// * `cancel` is set: the group gets `SIGTERM`, then `SIGKILL` after
 ///   [`CANCEL_GRACE`], and the call fails with an `internal` error whose
@@ -152,8 +153,10 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         pgid,
         namer: SpillNamer::new(req.spill_dir(), req.spill_display_dir(), req.spill_opener()),
         budget: req.limits().max_output_bytes(),
-        out: Stream::new("stdout", req.limits().hard_ceiling_per_stream().get()),
-        err: Stream::new("stderr", req.limits().hard_ceiling_per_stream().get()),
+        out: Stream::new("stdout", req.limits().hard_ceiling_per_stream().get())
+            .cutting_at(req.limits().cut()),
+        err: Stream::new("stderr", req.limits().hard_ceiling_per_stream().get())
+            .cutting_at(req.limits().cut()),
         stdout,
         stderr,
         exit_reader: Some(exit_reader),
@@ -422,7 +425,7 @@ impl Pump<'_> {
         let grace = if reason == KillReason::Cancelled {
             CANCEL_GRACE
         } else {
-            KILL_GRACE
+            self.req.kill_grace()
         };
         let group_gone = matches!(killpg(self.pgid, Signal::SIGTERM), Err(Errno::ESRCH));
         self.kill = Some(Kill {
@@ -526,6 +529,8 @@ fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutc
         stderr_spill: err.spill,
         truncated,
         lossy: out.lossy || err.lossy,
+        stdout_dropped: out.dropped,
+        stderr_dropped: err.dropped,
     }
 }
 

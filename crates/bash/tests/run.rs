@@ -561,3 +561,37 @@ fn argv_timeout_kills_the_program() {
     assert_eq!(err.code(), ErrorCode::Timeout);
     assert_eq!(field(&err, "timed_out"), &Value::Bool(true));
 }
+
+#[test]
+fn a_cut_run_keeps_each_streams_start_and_drops_the_rest_without_spilling() {
+    let ws = Ws::new();
+    let req = ws
+        .req("head -c 5000 /dev/zero | tr '\\0' a; head -c 3000 /dev/zero | tr '\\0' b >&2; echo done")
+        .with_limits(OutputLimits::cut_per_stream(1000));
+    let outcome = run_req(&req).unwrap();
+    assert_eq!(outcome.exit_code, Some(0), "the command is not killed");
+    assert_eq!(outcome.stdout, "a".repeat(1000));
+    assert_eq!(outcome.stdout_dropped, 4005);
+    assert_eq!(outcome.stderr, "b".repeat(1000));
+    assert_eq!(outcome.stderr_dropped, 2000);
+    assert!(!outcome.truncated);
+    assert_eq!(outcome.stdout_spill, None);
+    assert!(!ws.spill_dir().exists());
+    assert_eq!(outcome.to_json()["stdout_dropped"], 4005);
+}
+
+#[test]
+fn the_kill_grace_can_be_set_and_a_timeout_keeps_the_cut_output() {
+    let ws = Ws::new();
+    let req = ws
+        .req("trap '' TERM; head -c 3000 /dev/zero | tr '\\0' a; sleep 30")
+        .with_timeout(Duration::from_millis(100))
+        .with_kill_grace(Duration::from_millis(200))
+        .with_limits(OutputLimits::cut_per_stream(1000));
+    assert_eq!(req.kill_grace(), Duration::from_millis(200));
+    let err = run_req(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Timeout);
+    assert_eq!(field(&err, "stdout"), "a".repeat(1000).as_str());
+    assert_eq!(field(&err, "stdout_dropped"), 2000);
+    assert_eq!(ws.req("true").kill_grace(), agent_tools_bash::KILL_GRACE);
+}

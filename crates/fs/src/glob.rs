@@ -26,24 +26,16 @@ impl FileTools {
         let base = ws.resolve_dir(args.path.as_deref(), "glob searches a directory")?;
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
-        let matcher = GlobBuilder::new(&pattern)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|err| {
-                ToolError::invalid_input(format!(
-                    "bad glob pattern {:?}: {}",
-                    args.pattern,
-                    err.kind()
-                ))
-            })?
-            .compile_matcher();
+        let matcher = compile(&pattern, &args.pattern)?.compile_matcher();
 
         let walk = Walk {
             workspace: ws,
             base: &base,
             respect_gitignore: args.respect_gitignore,
             cancel,
+            visit_dirs: false,
+            max_depth: None,
+            exclude: None,
         };
         let mut walked = walk.run(
             || (),
@@ -79,6 +71,19 @@ impl FileTools {
             &note,
         ))
     }
+}
+
+/// The one glob dialect of the file tools: `*` and `?` stay within a path
+/// component, `**` spans any number, `{a,b}` alternates, `\\` escapes.
+/// `shown` is the pattern as the caller gave it, for the error.
+pub(crate) fn compile(pattern: &str, shown: &str) -> ToolResult<globset::Glob> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|err| {
+            ToolError::invalid_input(format!("bad glob pattern {shown:?}: {}", err.kind()))
+        })
 }
 
 fn with_newline_before(note: &str) -> String {

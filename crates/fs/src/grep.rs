@@ -296,6 +296,9 @@ impl FileTools {
                 base: &base,
                 respect_gitignore: true,
                 cancel,
+                visit_dirs: false,
+                max_depth: None,
+                exclude: None,
             };
             let walked = walk.run(make_searcher, |searcher, entry, sink| {
                 if budget.is_cut() {

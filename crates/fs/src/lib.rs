@@ -29,6 +29,7 @@ use agent_tools_error::ToolResult;
 mod args;
 mod atomic;
 mod edit;
+mod find;
 mod glob;
 mod grep;
 mod list;
@@ -45,7 +46,9 @@ pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
     rename_new, stage_replace, sync_all_parallel,
 };
+pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
 pub use lock::FileLocks;
+pub use read::LineSpan;
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a
 /// temporary file beside it, flushed, renamed over it, all beneath the

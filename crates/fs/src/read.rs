@@ -243,6 +243,120 @@ impl FileTools {
     }
 }
 
+/// Which lines [`FileTools::read_lines`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineSpan {
+    /// The first N lines.
+    Head(u64),
+    /// The last N lines.
+    Tail(u64),
+}
+
+impl FileTools {
+    /// The first or last lines of a text file as they are in it: not
+    /// numbered, line endings kept, a byte order mark dropped, UTF-16
+    /// decoded. A tail is found by reading backwards from the end, so a
+    /// file of any size can be tailed; the lines returned may hold at most
+    /// `max_file_bytes` (else `too_large`). A binary file is `is_binary`.
+    pub fn read_lines(&self, path: &str, span: LineSpan) -> ToolResult<String> {
+        let path = self.workspace().resolve(path)?;
+        let (mut file, meta) = self
+            .workspace()
+            .open_regular(&path, "give a file, not a directory")?;
+        let io = |err: std::io::Error| self.workspace().io_error(&err, &path);
+        let size = meta.len();
+        let max = self.limits().max_file_bytes;
+        let too_large = |what: &str| {
+            ToolError::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "{path}: {what} are over the {max} byte limit of one read; ask for fewer lines"
+                ),
+            )
+        };
+        let mut head = vec![0u8; agent_tools_text::BINARY_SNIFF_BYTES];
+        let head_len = read_up_to(&mut file, &mut head).map_err(io)?;
+        head.truncate(head_len);
+        if looks_binary(&head) {
+            return Err(binary_error(&path));
+        }
+        let encoding = Encoding::sniff(&head);
+        let bom = encoding.bom().len() as u64;
+        if encoding.is_utf16() {
+            // UTF-16 cannot be cut at byte newlines: decoded whole.
+            if size > max {
+                return Err(too_large("the lines of a UTF-16 file (read whole)"));
+            }
+            file.seek(SeekFrom::Start(0)).map_err(io)?;
+            let bytes = crate::walk::read_bounded(&mut file, max, size)
+                .map_err(io)?
+                .ok_or_else(|| too_large("the lines of a UTF-16 file (read whole)"))?;
+            let text = decode_for_reading(&path, &bytes)?;
+            return Ok(pick_lines(&text, span).to_owned());
+        }
+        let bytes = match span {
+            LineSpan::Head(0) | LineSpan::Tail(0) => Vec::new(),
+            LineSpan::Head(count) => {
+                file.seek(SeekFrom::Start(bom)).map_err(io)?;
+                let mut reader = BufReader::with_capacity(
+                    TAIL_BLOCK as usize,
+                    (&mut file).take(max.saturating_add(1)),
+                );
+                let mut bytes = Vec::new();
+                for _ in 0..count {
+                    if reader.read_until(b'\n', &mut bytes).map_err(io)? == 0 {
+                        break;
+                    }
+                }
+                if bytes.len() as u64 > max {
+                    return Err(too_large("the lines asked for"));
+                }
+                bytes
+            }
+            LineSpan::Tail(count) => {
+                if size <= bom {
+                    return Ok(String::new());
+                }
+                let tail = find_tail_start(&mut file, size, count).map_err(io)?;
+                let start = tail.start.max(bom);
+                file.seek(SeekFrom::Start(start)).map_err(io)?;
+                crate::walk::read_bounded(&mut file, max, size - start)
+                    .map_err(io)?
+                    .ok_or_else(|| too_large("the lines asked for"))?
+            }
+        };
+        decode_for_reading(&path, &bytes)
+    }
+}
+
+/// The first or last lines of decoded text, line endings kept.
+fn pick_lines(text: &str, span: LineSpan) -> &str {
+    match span {
+        LineSpan::Head(count) => {
+            let count = to_usize(count);
+            if count == 0 {
+                return "";
+            }
+            match text.match_indices('\n').nth(count - 1) {
+                Some((at, _)) => &text[..=at],
+                None => text,
+            }
+        }
+        LineSpan::Tail(count) => {
+            let count = to_usize(count);
+            if count == 0 {
+                return "";
+            }
+            // The newline ending the last line does not start a line.
+            let body = text.strip_suffix('\n').unwrap_or(text);
+            match body.rmatch_indices('\n').nth(count - 1) {
+                Some((at, _)) => &text[at + 1..],
+                None => text,
+            }
+        }
+    }
+}
+
 /// A file read in blocks rather than whole.
 struct Streamed<'a> {
     path: &'a ConfinedPath,
@@ -518,6 +632,19 @@ fn read_lines_forward(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn picks_first_and_last_lines_keeping_their_endings() {
+        let text = "a\r\nb\nc\n";
+        assert_eq!(pick_lines(text, LineSpan::Head(0)), "");
+        assert_eq!(pick_lines(text, LineSpan::Head(1)), "a\r\n");
+        assert_eq!(pick_lines(text, LineSpan::Head(9)), text);
+        assert_eq!(pick_lines(text, LineSpan::Tail(0)), "");
+        assert_eq!(pick_lines(text, LineSpan::Tail(1)), "c\n");
+        assert_eq!(pick_lines(text, LineSpan::Tail(2)), "b\nc\n");
+        assert_eq!(pick_lines(text, LineSpan::Tail(9)), text);
+        assert_eq!(pick_lines("x\ny", LineSpan::Tail(1)), "y");
+    }
 
     #[test]
     fn split_lines_treats_the_final_newline_as_a_terminator() {

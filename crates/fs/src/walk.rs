@@ -1,4 +1,4 @@
-//! The one walk `glob` and `grep` share: hidden files included, the git
+//! The one walk `glob`, `grep` and `find` share: hidden files included, the git
 //! ignore stack respected on request (even outside a git repository), `.git/`
 //! skipped with it, symlinks never followed, and every directory and file
 //! opened relative to its parent's descriptor.
@@ -29,6 +29,7 @@ use agent_tools_confine::{
 };
 use agent_tools_error::ToolResult;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use globset::GlobSet;
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
@@ -85,10 +86,13 @@ pub(crate) fn skipped_note(skipped: &mut [Skipped]) -> String {
 }
 
 /// A regular file the walk found (by its directory entry; the visitor opens
-/// it through `dir` with [`open_regular_at`], which checks again).
+/// it through `dir` with [`open_regular_at`], which checks again), or a
+/// directory when the walk visits those too ([`Walk::visit_dirs`]).
 pub(crate) struct FileEntry<'a> {
     /// The directory holding it.
     pub dir: &'a Dir,
+    /// Whether it is a directory (only when directories are visited).
+    pub is_dir: bool,
     /// Its name in `dir`.
     pub name: &'a str,
     /// Its path relative to the walk's base, `/`-separated.
@@ -119,6 +123,16 @@ pub(crate) struct Walk<'a> {
     pub base: &'a ConfinedPath,
     pub respect_gitignore: bool,
     pub cancel: &'a AtomicBool,
+    /// Visit directories too (before their contents are read), not only
+    /// regular files.
+    pub visit_dirs: bool,
+    /// How deep to go: entries of the base are at depth 1; a directory at
+    /// the last depth is visited (with `visit_dirs`) but not read. `None`
+    /// for no limit.
+    pub max_depth: Option<usize>,
+    /// Entries whose path relative to the base matches are left out, and
+    /// an excluded directory is not read at all.
+    pub exclude: Option<&'a GlobSet>,
 }
 
 /// Per-thread output of the walk.
@@ -147,6 +161,9 @@ impl Walk<'_> {
             stop: AtomicBool::new(false),
             cancel: self.cancel,
             respect_gitignore: self.respect_gitignore,
+            visit_dirs: self.visit_dirs,
+            max_depth: self.max_depth,
+            exclude: self.exclude,
             global: start.global,
             shown_prefix: start.shown_prefix,
         };
@@ -270,6 +287,9 @@ struct Shared<'a> {
     stop: AtomicBool,
     cancel: &'a AtomicBool,
     respect_gitignore: bool,
+    visit_dirs: bool,
+    max_depth: Option<usize>,
+    exclude: Option<&'a GlobSet>,
     global: Option<Gitignore>,
     shown_prefix: String,
 }
@@ -405,6 +425,13 @@ impl Shared<'_> {
         let dir = Arc::new(dir);
         let mut children = Vec::new();
         let mut files = Vec::new();
+        // Entries of the base are at depth 1.
+        let depth = if job.rel.is_empty() {
+            1
+        } else {
+            job.rel.matches('/').count() + 2
+        };
+        let read_children = self.max_depth.is_none_or(|max| depth < max);
         for (name, kind) in entries {
             if self.respect_gitignore && name == ".git" {
                 continue;
@@ -421,6 +448,15 @@ impl Shared<'_> {
                 continue;
             }
             let rel = join(&job.rel, &name);
+            if self.exclude.is_some_and(|exclude| exclude.is_match(&rel)) {
+                continue;
+            }
+            if is_dir && self.visit_dirs {
+                files.push((name.clone(), rel.clone(), true));
+            }
+            if is_dir && !read_children {
+                continue;
+            }
             if is_dir {
                 children.push(Job {
                     dir: JobDir::Child {
@@ -432,17 +468,22 @@ impl Shared<'_> {
                     ignore: ignore.clone(),
                 });
             } else {
-                files.push((name, rel));
+                files.push((name, rel, false));
             }
         }
+        if self.max_depth.is_some_and(|max| depth > max) {
+            // Only a max depth of 0 reads the base without showing it.
+            files.clear();
+        }
         self.push_jobs(children);
-        for (name, rel) in files {
+        for (name, rel, is_dir) in files {
             if self.halted() {
                 return;
             }
             let shown = format!("{}{rel}", self.shown_prefix);
             let entry = FileEntry {
                 dir: &dir,
+                is_dir,
                 name: &name,
                 rel: &rel,
                 shown: &shown,
@@ -721,4 +762,124 @@ fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(12)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_tools_confine::Confinement;
+    use globset::GlobSetBuilder;
+
+    fn tree() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["a/b/c", "skip/deep"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        for file in [
+            "top.txt",
+            "a/one.txt",
+            "a/b/two.txt",
+            "a/b/c/three.txt",
+            "skip/deep/x.txt",
+        ] {
+            std::fs::write(dir.path().join(file), "x").unwrap();
+        }
+        let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+        (dir, ws)
+    }
+
+    /// Every (rel, is_dir) the walk visits, sorted.
+    fn visited(
+        ws: &Workspace,
+        visit_dirs: bool,
+        max_depth: Option<usize>,
+        exclude: Option<&GlobSet>,
+    ) -> Vec<(String, bool)> {
+        let base = ws.root_path();
+        let cancel = AtomicBool::new(false);
+        let walk = Walk {
+            workspace: ws,
+            base: &base,
+            respect_gitignore: false,
+            cancel: &cancel,
+            visit_dirs,
+            max_depth,
+            exclude,
+        };
+        let walked = walk
+            .run(
+                || (),
+                |_, entry, sink| {
+                    sink.found.push((entry.rel.to_owned(), entry.is_dir));
+                    Flow::Continue
+                },
+            )
+            .unwrap();
+        let mut found = walked.found;
+        found.sort();
+        found
+    }
+
+    fn rels(found: &[(String, bool)]) -> Vec<&str> {
+        found.iter().map(|(rel, _)| rel.as_str()).collect()
+    }
+
+    #[test]
+    fn files_only_unless_directories_are_asked_for() {
+        let (_dir, ws) = tree();
+        let files = visited(&ws, false, None, None);
+        assert!(files.iter().all(|(_, is_dir)| !is_dir));
+        assert_eq!(
+            rels(&files),
+            [
+                "a/b/c/three.txt",
+                "a/b/two.txt",
+                "a/one.txt",
+                "skip/deep/x.txt",
+                "top.txt"
+            ]
+        );
+        let all = visited(&ws, true, None, None);
+        assert_eq!(all.len(), files.len() + 5);
+        assert!(all.contains(&("a/b".to_owned(), true)));
+        assert!(all.contains(&("skip".to_owned(), true)));
+    }
+
+    #[test]
+    fn max_depth_stops_reading_below_it() {
+        let (_dir, ws) = tree();
+        assert!(visited(&ws, true, Some(0), None).is_empty());
+        assert_eq!(
+            rels(&visited(&ws, true, Some(1), None)),
+            ["a", "skip", "top.txt"]
+        );
+        assert_eq!(
+            rels(&visited(&ws, true, Some(2), None)),
+            ["a", "a/b", "a/one.txt", "skip", "skip/deep", "top.txt"]
+        );
+        assert_eq!(
+            rels(&visited(&ws, false, Some(2), None)),
+            ["a/one.txt", "top.txt"]
+        );
+    }
+
+    #[test]
+    fn an_excluded_directory_is_not_read() {
+        let (_dir, ws) = tree();
+        let mut set = GlobSetBuilder::new();
+        set.add(globset::Glob::new("skip").unwrap());
+        set.add(globset::Glob::new("**/two.txt").unwrap());
+        let set = set.build().unwrap();
+        assert_eq!(
+            rels(&visited(&ws, true, None, Some(&set))),
+            [
+                "a",
+                "a/b",
+                "a/b/c",
+                "a/b/c/three.txt",
+                "a/one.txt",
+                "top.txt"
+            ]
+        );
+    }
 }

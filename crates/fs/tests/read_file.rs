@@ -966,3 +966,56 @@ fn the_newline_cache_follows_rewrites_truncations_renames_and_appends() {
         assert_reads_match(&ws, &small, "appended", &format!("after append {round}"));
     }
 }
+
+#[test]
+fn read_lines_gives_heads_and_tails_as_they_are() {
+    use agent_tools_fs::LineSpan;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("crlf.txt"), "\u{feff}one\r\ntwo\r\nthree").unwrap();
+    let big: String = (1..=200_000).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(dir.path().join("big.txt"), &big).unwrap();
+    std::fs::write(dir.path().join("bin"), b"\0\x01\x02").unwrap();
+    let ws = agent_tools_confine::Workspace::open(
+        dir.path(),
+        agent_tools_confine::Confinement::Confined,
+    )
+    .unwrap();
+    // A small byte limit: a tail of a larger file is still read from its end.
+    let limits = agent_tools_fs::Limits {
+        max_file_bytes: 64 * 1024,
+        ..agent_tools_fs::Limits::default()
+    };
+    let tools = agent_tools_fs::FileTools::new(ws, limits);
+    assert_eq!(
+        tools.read_lines("crlf.txt", LineSpan::Head(2)).unwrap(),
+        "one\r\ntwo\r\n"
+    );
+    assert_eq!(
+        tools.read_lines("crlf.txt", LineSpan::Tail(1)).unwrap(),
+        "three"
+    );
+    assert_eq!(
+        tools.read_lines("crlf.txt", LineSpan::Tail(5)).unwrap(),
+        "one\r\ntwo\r\nthree"
+    );
+    assert_eq!(
+        tools.read_lines("big.txt", LineSpan::Tail(2)).unwrap(),
+        "line 199999\nline 200000\n"
+    );
+    assert_eq!(
+        tools.read_lines("big.txt", LineSpan::Head(1)).unwrap(),
+        "line 1\n"
+    );
+    let err = tools
+        .read_lines("big.txt", LineSpan::Tail(100_000))
+        .unwrap_err();
+    assert_eq!(err.code(), agent_tools_error::ErrorCode::TooLarge);
+    let err = tools
+        .read_lines("big.txt", LineSpan::Head(100_000))
+        .unwrap_err();
+    assert_eq!(err.code(), agent_tools_error::ErrorCode::TooLarge);
+    let err = tools.read_lines("bin", LineSpan::Head(1)).unwrap_err();
+    assert_eq!(err.code(), agent_tools_error::ErrorCode::IsBinary);
+    let err = tools.read_lines("nope", LineSpan::Tail(1)).unwrap_err();
+    assert_eq!(err.code(), agent_tools_error::ErrorCode::NotFound);
+}

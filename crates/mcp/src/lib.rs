@@ -38,10 +38,11 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ResourceContents, ServerCapabilities, ServerConfig,
     Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
+mod roots;
 mod transport;
 
 pub use transport::ServerLimits;
@@ -82,6 +83,16 @@ pub trait ToolSet: Send + Sync + 'static {
     /// None is, by default.
     fn is_brief(&self, _name: &str) -> bool {
         false
+    }
+    /// Whether the tool set takes its allowed directories from the client
+    /// (MCP roots). No by default.
+    fn wants_client_roots(&self) -> bool {
+        false
+    }
+    /// Takes the directories the client announced as its roots.
+    fn use_client_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), String> {
+        let _ = roots;
+        Ok(())
     }
     /// A call the transport could not even hand over (its arguments are
     /// not an object, its request is too long or cannot be read), rendered
@@ -129,6 +140,14 @@ impl ToolSet for AgentTools {
 
     fn reject(&self, error: ToolError, cancelled: bool) -> CallOutcome {
         self.render_failure("", Stage::Validation, error, cancelled)
+    }
+
+    fn wants_client_roots(&self) -> bool {
+        AgentTools::wants_client_roots(self)
+    }
+
+    fn use_client_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), String> {
+        AgentTools::use_client_roots(self, roots).map_err(|err| err.to_string())
     }
 }
 
@@ -292,6 +311,14 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions(self.tools.instructions())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        roots::refresh(self.tools.clone(), context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        roots::refresh(self.tools.clone(), context.peer);
     }
 
     async fn list_tools(

@@ -1,9 +1,10 @@
 //! The `filesystem` surface: the tools an MCP filesystem server offers
 //! (`read_file`, `read_multiple_files`, `write_file`, `create_directory`,
-//! `list_directory`, `get_file_info`, `list_allowed_directories`,
-//! `move_file`, `delete_file`), with their parameter names, their output
-//! formats and their JSON-RPC error codes (see SPEC section 10, "The
-//! filesystem surface").
+//! `list_directory`, `directory_tree`, `get_file_info`,
+//! `list_allowed_directories`, `move_file`, `delete_file`, `search_files`,
+//! `glob_search`, `bash`), with their parameter names, their output formats
+//! and their JSON-RPC error codes (see SPEC section 10, "The filesystem
+//! surface").
 //!
 //! Every path goes through the engine's [`Workspace`] exactly as on the
 //! default surface: resolved and confined by name, then opened beneath the
@@ -12,26 +13,28 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod content;
 mod roots;
+mod search;
+mod shell;
 
 use std::fmt::Write as _;
-use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
 use agent_tools::{
-    CallContext, CallOutcome, Cause, Config, Content, ErrorCode, Failure, Hints, ProtocolError,
-    Reply, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
+    AllowedRoot, CallContext, CallOutcome, Cause, Config, Content, ErrorCode, Failure, Hints,
+    ProtocolError, Reply, RootAccess, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
 };
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_fs::WriteFileArgs;
-use agent_tools_text::{DecodeError, decode_lossy};
 use cap_std::fs::PermissionsExt as _;
 use roots::Need;
 pub use roots::{Root, Roots};
 use schemars::JsonSchema;
 use serde::Deserialize;
+pub use shell::{DEFAULT_TIMEOUT_SECS, KILL_GRACE, MAX_TIMEOUT_SECS, STREAM_BYTES};
 
 /// The surface's name, as `--surface` takes it.
 pub const FILESYSTEM_SURFACE: &str = "filesystem";
@@ -52,11 +55,6 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// above; `read_multiple_files` reports a failing file inline instead.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FilesystemSurface;
-
-const READ_FILE: &str = "Read the complete contents of a text file. `path` is an absolute path \
-inside an allowed directory (see list_allowed_directories); a relative path is taken from the \
-first allowed directory. UTF-8 and UTF-16 (with a byte order mark) are decoded. Fails with \
--32002 when the file does not exist, -32001 when the path is outside the allowed directories.";
 
 const READ_MULTIPLE_FILES: &str = "Read several text files in one call (at most 50 paths, \
 literal absolute paths, no globs). The result has one item per file, `PATH:` on the first line \
@@ -139,8 +137,9 @@ impl Surface for FilesystemSurface {
 
     fn summary(&self) -> &'static str {
         "the tools of an MCP filesystem server (read_file, read_multiple_files, write_file, \
-         create_directory, list_directory, get_file_info, list_allowed_directories, move_file, \
-         delete_file), absolute paths, errors as JSON-RPC error codes"
+         create_directory, list_directory, directory_tree, get_file_info, \
+         list_allowed_directories, move_file, delete_file, search_files, glob_search, bash) over \
+         several allowed directories, absolute paths, errors as JSON-RPC error codes"
     }
 
     fn instructions(&self) -> &'static str {
@@ -158,26 +157,34 @@ impl Surface for FilesystemSurface {
 
     fn tools(&self) -> Vec<ToolDef<Roots>> {
         vec![
-            ToolDef::typed("read_file", READ_FILE, false, read_file)
-                .titled("Read text file", Hints::READ),
+            // The reads of named paths below are brief (see ToolDef::brief):
+            // bounded by max_file_bytes (or 50 paths, or one directory),
+            // opened without blocking, no lock waited on.
+            ToolDef::typed("read_file", content::READ_FILE, false, content::read_file)
+                .titled("Read file", Hints::READ)
+                .brief(),
             ToolDef::typed(
                 "read_multiple_files",
                 READ_MULTIPLE_FILES,
                 false,
                 read_multiple_files,
             )
-            .titled("Read several files", Hints::READ),
+            .titled("Read several files", Hints::READ)
+            .brief(),
             ToolDef::typed("list_directory", LIST_DIRECTORY, false, list_directory)
-                .titled("List directory", Hints::READ),
+                .titled("List directory", Hints::READ)
+                .brief(),
             ToolDef::typed("get_file_info", GET_FILE_INFO, false, get_file_info)
-                .titled("Get file metadata", Hints::READ),
+                .titled("Get file metadata", Hints::READ)
+                .brief(),
             ToolDef::typed(
                 "list_allowed_directories",
                 LIST_ALLOWED_DIRECTORIES,
                 false,
                 list_allowed_directories,
             )
-            .titled("List allowed directories", Hints::READ),
+            .titled("List allowed directories", Hints::READ)
+            .brief(),
             // The same content written twice leaves the same file.
             ToolDef::typed("write_file", WRITE_FILE, true, write_file)
                 .titled("Write file", Hints::OVERWRITE),
@@ -193,7 +200,65 @@ impl Surface for FilesystemSurface {
             // call fails with not found, changing nothing).
             ToolDef::typed("delete_file", DELETE_FILE, true, delete_file)
                 .titled("Delete file or directory", Hints::OVERWRITE),
+            // Finding, trees, the shell and the older names (content.rs,
+            // search.rs, shell.rs).
+            ToolDef::typed(
+                "directory_tree",
+                search::DIRECTORY_TREE,
+                false,
+                search::directory_tree,
+            )
+            .titled("Directory tree", Hints::READ)
+            .accepting_unadvertised(search::TREE_LEGACY, &[]),
+            ToolDef::typed(
+                "search_files",
+                search::SEARCH_FILES,
+                false,
+                search::search_files,
+            )
+            .titled("Find by name", Hints::READ)
+            .accepting_unadvertised(search::SEARCH_LEGACY, search::SEARCH_REQUIRED),
+            ToolDef::typed(
+                "glob_search",
+                search::GLOB_SEARCH,
+                false,
+                search::glob_search,
+            )
+            .titled("Find files by glob", Hints::READ),
+            // Runs anything: not read-only, so --read-only leaves it out.
+            ToolDef::typed("bash", shell::BASH, true, shell::bash)
+                .titled("Run shell command", Hints::RUN)
+                .bounding_itself(),
+            ToolDef::typed(
+                "read_text_file",
+                content::READ_TEXT_FILE,
+                false,
+                content::read_text_file,
+            )
+            .titled("Read text file", Hints::READ)
+            .unlisted(),
+            ToolDef::typed(
+                "read_media_file",
+                content::READ_MEDIA_FILE,
+                false,
+                content::read_media_file,
+            )
+            .titled("Read media file", Hints::READ)
+            .unlisted(),
         ]
+    }
+
+    fn replace_roots(&self, roots: &Roots, given: &[PathBuf]) -> Result<(), StartupError> {
+        // Announced roots carry no access: each is read-write, unless the
+        // server runs --read-only (which hides every writing tool).
+        let allowed: Vec<AllowedRoot> = given
+            .iter()
+            .map(|path| AllowedRoot {
+                path: path.clone(),
+                access: RootAccess::ReadWrite,
+            })
+            .collect();
+        roots.replace(&allowed)
     }
 
     fn serves_several_roots(&self) -> bool {
@@ -238,48 +303,6 @@ pub fn rpc_code(code: ErrorCode) -> i64 {
     }
 }
 
-/// The text of a file: UTF-8, or UTF-16 with its byte order mark; a binary
-/// file is `is_binary` (binary content is a later step of this surface).
-fn read_text(roots: &Roots, raw: &str) -> ToolResult<String> {
-    let (root, path) = roots.resolve(raw, Need::Read)?;
-    let ws = root.workspace();
-    let (file, meta) = ws.open_regular(&path, "use list_directory to see its entries")?;
-    let max = roots.config().max_file_bytes();
-    if meta.len() > max {
-        return Err(too_large(&path, meta.len().to_string(), max));
-    }
-    // Bounded even so: the file may have grown since its size was read.
-    let mut bytes = Vec::new();
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| ws.io_error(&err, &path))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(&path, format!("at least {}", max + 1), max));
-    }
-    match decode_lossy(&bytes) {
-        Ok((text, _, _)) => Ok(text),
-        Err(DecodeError::Binary) => Err(ToolError::new(
-            ErrorCode::IsBinary,
-            format!("{path}: is a binary file; this surface reads text files only"),
-        )),
-        Err(err) => Err(ToolError::new(
-            ErrorCode::IsBinary,
-            format!("{path}: {err}"),
-        )),
-    }
-}
-
-fn too_large(path: &ConfinedPath, size: String, max: u64) -> ToolError {
-    ToolError::new(
-        ErrorCode::TooLarge,
-        format!("{path}: {size} bytes is over the {max} byte limit of one read"),
-    )
-}
-
-fn read_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    read_text(roots, &args.path)
-}
-
 fn read_multiple_files(
     roots: &Roots,
     args: ReadMultipleArgs,
@@ -296,7 +319,7 @@ fn read_multiple_files(
     let content = args
         .paths
         .iter()
-        .map(|raw| match read_text(roots, raw) {
+        .map(|raw| match content::read_text(roots, raw) {
             Ok(text) => Content::Text(format!("{raw}:\n{text}")),
             Err(err) => Content::Text(format!("{raw}:\n[error: {}]", err.message())),
         })

@@ -140,6 +140,9 @@ impl Roots {
     /// directory is `path_escape`, as is a write beneath a read-only one.
     pub fn resolve(&self, raw: &str, need: Need) -> ToolResult<(Arc<Root>, ConfinedPath)> {
         let roots = self.list();
+        if roots.is_empty() {
+            return Err(no_roots());
+        }
         let (root, path) = if Path::new(raw).is_absolute() {
             let mut best: Option<(&Arc<Root>, ConfinedPath)> = None;
             let mut refusal = None;

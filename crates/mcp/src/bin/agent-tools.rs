@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_tools::{
-    AgentTools, Config, Confinement, DEFAULT_SURFACE, Launcher, RootAccess, SurfaceChoice,
+    AgentTools, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, Launcher, RootAccess,
+    SurfaceChoice,
 };
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
@@ -57,7 +58,9 @@ struct WorkspaceArgs {
     /// The workspace folder the tools work in. Surfaces that serve several
     /// folders (filesystem) take it more than once; the first is where
     /// relative paths are taken from.
-    #[arg(long, value_name = "DIR", required = true)]
+    /// Without any (and no --read-only-root), the filesystem surface takes
+    /// the folders from a client that announces its roots.
+    #[arg(long, value_name = "DIR")]
     root: Vec<PathBuf>,
     /// A folder the tools may read but never write (surfaces that serve
     /// several folders only; may be given more than once).
@@ -91,11 +94,8 @@ impl WorkspaceArgs {
         // `/proc/self/exe` names this very binary in the child too, even if
         // the file was replaced or deleted since the server started.
         let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
-        let (first, more) = self
-            .root
-            .split_first()
-            .ok_or_else(|| anyhow::anyhow!("--root DIR is required"))?;
-        if (!more.is_empty() || !self.read_only_root.is_empty()) && !surface.serves_several_roots()
+        if (self.root.len() > 1 || !self.read_only_root.is_empty())
+            && !surface.serves_several_roots()
         {
             anyhow::bail!(
                 "the {} surface serves one folder: give --root once and no --read-only-root \
@@ -103,12 +103,24 @@ impl WorkspaceArgs {
                 surface.name()
             );
         }
-        let mut config = Config::builder(first);
-        for root in more {
-            config = config.also_root(root, RootAccess::ReadWrite);
-        }
-        for root in &self.read_only_root {
-            config = config.also_root(root, RootAccess::ReadOnly);
+        // Every folder in order: the read-write ones, then the read-only
+        // ones; the first is where relative paths are taken from.
+        let mut folders = self
+            .root
+            .iter()
+            .map(|root| (root, RootAccess::ReadWrite))
+            .chain(
+                self.read_only_root
+                    .iter()
+                    .map(|root| (root, RootAccess::ReadOnly)),
+            );
+        let mut config = match folders.next() {
+            Some((first, access)) => Config::builder(first).root_access(access),
+            None if surface.serves_several_roots() => ConfigBuilder::awaiting_roots(),
+            None => anyhow::bail!("--root DIR is required"),
+        };
+        for (root, access) in folders {
+            config = config.also_root(root, access);
         }
         let config = config
             .bash_launcher(launcher)
