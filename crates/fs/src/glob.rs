@@ -7,6 +7,7 @@ use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 
+use crate::indexed::{below, scan_note};
 use crate::walk::{Flow, Walk, skipped_note};
 use crate::{FileTools, GlobArgs, cancelled, page};
 
@@ -28,6 +29,21 @@ impl FileTools {
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
         let matcher = compile(&pattern, &args.pattern)?.compile_matcher();
 
+        let mut scan_why = String::new();
+        if args.respect_gitignore {
+            match self.indexed_files(&base) {
+                Ok(Some((under, files))) => {
+                    let mut found: Vec<(SystemTime, String)> = files
+                        .into_iter()
+                        .filter(|file| matcher.is_match(below(&file.path, &under)))
+                        .map(|file| (file.modified, quote_text(&file.path).into_owned()))
+                        .collect();
+                    return Ok(self.render_glob(args, &mut found, ""));
+                }
+                Ok(None) => {}
+                Err(why) => scan_why = scan_note(&why),
+            }
+        }
         let walk = Walk {
             workspace: ws,
             base: &base,
@@ -57,19 +73,29 @@ impl FileTools {
             return Err(cancelled());
         }
         let mut found = walked.found;
-        let note = skipped_note(&mut walked.skipped);
+        let note = skipped_note(&mut walked.skipped) + &scan_why;
+        Ok(self.render_glob(args, &mut found, &note))
+    }
+
+    /// Most recently modified first (then by path), paged.
+    fn render_glob(
+        &self,
+        args: &GlobArgs,
+        found: &mut [(SystemTime, String)],
+        note: &str,
+    ) -> String {
         if found.is_empty() {
-            return Ok(format!("{NO_MATCHES}{}", with_newline_before(&note)));
+            return format!("{NO_MATCHES}{}", with_newline_before(note));
         }
         found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let lines: Vec<String> = found.into_iter().map(|(_, path)| path + "\n").collect();
-        Ok(page::render(
+        let lines: Vec<String> = found.iter().map(|(_, path)| format!("{path}\n")).collect();
+        page::render(
             lines.iter().map(String::as_str),
             args.offset,
             args.limit,
             self.limits().max_output_bytes,
-            &note,
-        ))
+            note,
+        )
     }
 }
 

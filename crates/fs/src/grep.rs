@@ -13,11 +13,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use agent_tools_confine::{OpenRegularError, open_regular_at, quote_text};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::truncate_line;
+use cap_std::fs::Dir;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink as SearchSink, SinkContext, SinkMatch,
+};
 
-use crate::walk::{Flow, Skipped, Walk, skipped_note};
+use crate::indexed::{below, file_name, scan_note};
+use crate::walk::{Flow, Sink, Skipped, Walk, search_listed, skipped_note};
 use crate::{FileTools, GrepArgs, OutputMode, cancelled, page};
 
 /// What `grep` prints when nothing matches (a success).
@@ -99,7 +103,7 @@ impl Collector<'_> {
     }
 }
 
-impl Sink for Collector<'_> {
+impl SearchSink for Collector<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
@@ -268,6 +272,7 @@ impl FileTools {
         };
 
         let mut skipped: Vec<Skipped> = Vec::new();
+        let mut scan_why = String::new();
         let mut found: Vec<FileHits> = if !meta.is_dir() {
             // One file, named by the caller: anything that keeps it from
             // being searched is an error, never a silent "(no matches)".
@@ -289,56 +294,105 @@ impl FileTools {
                 }
             }
         } else {
-            // The glob only narrows the walk: it is applied to the files the
-            // ignore policy lets through, never used to bring ignored ones back.
-            let walk = Walk {
-                workspace: ws,
-                base: &base,
-                respect_gitignore: true,
-                cancel,
-                visit_dirs: false,
-                max_depth: None,
-                exclude: None,
-            };
-            let walked = walk.run(make_searcher, |searcher, entry, sink| {
-                if budget.is_cut() {
-                    return Flow::Quit;
-                }
+            // One file found by the walk or named by the index: filtered by
+            // the glob, opened beneath `dir`, searched, its hits or the
+            // reason it was skipped kept.
+            let visit = |searcher: &mut Searcher,
+                         dir: &Dir,
+                         open_as: &str,
+                         rel: &str,
+                         name: &str,
+                         shown: &str,
+                         sink: &mut Sink<FileHits>| {
                 if let Some(filter) = &filter
-                    && !filter.allows(entry.rel, entry.name)
+                    && !filter.allows(rel, name)
                 {
-                    return Flow::Continue;
+                    return;
                 }
-                let file = match open_regular_at(entry.dir, std::path::Path::new(entry.name)) {
+                let file = match open_regular_at(dir, std::path::Path::new(open_as)) {
                     Ok((file, _)) => file,
                     Err(OpenRegularError::NotRegular(kind)) => {
                         sink.skipped
-                            .push(Skipped::new(entry.shown, format!("it became {kind}")));
-                        return Flow::Continue;
+                            .push(Skipped::new(shown, format!("it became {kind}")));
+                        return;
                     }
                     Err(OpenRegularError::Io(err)) => {
                         sink.skipped
-                            .push(Skipped::new(entry.shown, format!("cannot open: {err}")));
-                        return Flow::Continue;
+                            .push(Skipped::new(shown, format!("cannot open: {err}")));
+                        return;
                     }
                 };
-                match search_one(searcher, file, quote_text(entry.shown).into_owned()) {
+                match search_one(searcher, file, quote_text(shown).into_owned()) {
                     Ok(Some(hits)) => sink.found.push(hits),
                     Ok(None) | Err(Unsearched::Binary) => {}
                     Err(Unsearched::Failed(why)) => {
-                        sink.skipped.push(Skipped::new(entry.shown, why));
+                        sink.skipped.push(Skipped::new(shown, why));
                     }
                 }
-                Flow::Continue
-            })?;
-            skipped = walked.skipped;
-            walked.found
+            };
+            let from_index = match self.indexed_candidates(&base, args) {
+                Ok(listed) => listed,
+                Err(why) => {
+                    scan_why = scan_note(&why);
+                    None
+                }
+            };
+            if let Some((under, paths)) = from_index {
+                let root = ws.open_dir(&ws.root_path())?;
+                let sink = search_listed(&paths, make_searcher, |searcher, path, sink| {
+                    if budget.is_cut() || cancel.load(Ordering::Relaxed) {
+                        return Flow::Quit;
+                    }
+                    visit(
+                        searcher,
+                        &root,
+                        path,
+                        below(path, &under),
+                        file_name(path),
+                        path,
+                        sink,
+                    );
+                    Flow::Continue
+                });
+                skipped = sink.skipped;
+                sink.found
+            } else {
+                // The glob only narrows the walk: it is applied to the files
+                // the ignore policy lets through, never used to bring ignored
+                // ones back.
+                let walk = Walk {
+                    workspace: ws,
+                    base: &base,
+                    respect_gitignore: true,
+                    cancel,
+                    visit_dirs: false,
+                    max_depth: None,
+                    exclude: None,
+                };
+                let walked = walk.run(make_searcher, |searcher, entry, sink| {
+                    if budget.is_cut() {
+                        return Flow::Quit;
+                    }
+                    visit(
+                        searcher,
+                        entry.dir,
+                        entry.name,
+                        entry.rel,
+                        entry.name,
+                        entry.shown,
+                        sink,
+                    );
+                    Flow::Continue
+                })?;
+                skipped = walked.skipped;
+                walked.found
+            }
         };
         if cancel.load(Ordering::Relaxed) {
             return Err(cancelled());
         }
         found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        let note = skipped_note(&mut skipped);
+        let note = skipped_note(&mut skipped) + &scan_why;
         let mut out = self.render_grep(
             args,
             &found,

@@ -32,6 +32,7 @@ mod edit;
 mod find;
 mod glob;
 mod grep;
+mod indexed;
 mod list;
 mod lock;
 mod newlines;
@@ -41,12 +42,14 @@ pub mod tolerant;
 mod walk;
 mod write;
 
+pub use agent_tools_index::{IndexStats, NotServed, Status as IndexStatus, WorkspaceIndex};
 pub use args::*;
 pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
     rename_new, stage_replace, sync_all_parallel,
 };
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
+pub use indexed::IndexSettings;
 pub use lock::FileLocks;
 pub use read::LineSpan;
 
@@ -120,6 +123,8 @@ pub struct FileTools {
     /// Newline checkpoints of large files read, for real line numbers
     /// without recounting (read_file).
     newlines: newlines::NewlineCache,
+    /// The warm workspace index, when turned on.
+    index: Option<WorkspaceIndex>,
 }
 
 impl FileTools {
@@ -130,6 +135,7 @@ impl FileTools {
             limits,
             write_locks: lock::PathLocks::default(),
             newlines: newlines::NewlineCache::default(),
+            index: None,
         }
     }
 

@@ -758,6 +758,46 @@ fn raw_slash(path: &Path) -> String {
         .join("/")
 }
 
+/// Visits a list of files (named by the workspace index instead of found
+/// by a walk) on as many threads as the walk uses, each with its own state
+/// (`init`) and output, merged once at the end. `visit` returning
+/// [`Flow::Quit`] stops every thread.
+pub(crate) fn search_listed<T, S, I, V>(paths: &[String], init: I, visit: V) -> Sink<T>
+where
+    T: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, &str, &mut Sink<T>) -> Flow + Sync,
+{
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Sink<T>> = Mutex::new(Sink {
+        found: Vec::new(),
+        skipped: Vec::new(),
+    });
+    std::thread::scope(|scope| {
+        for _ in 0..worker_threads().min(paths.len().max(1)) {
+            scope.spawn(|| {
+                let mut state = init();
+                let mut sink = Sink {
+                    found: Vec::new(),
+                    skipped: Vec::new(),
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = paths.get(at) else { break };
+                    if visit(&mut state, path, &mut sink) == Flow::Quit {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                let mut all = results.lock().unwrap_or_else(PoisonError::into_inner);
+                all.found.append(&mut sink.found);
+                all.skipped.append(&mut sink.skipped);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn worker_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(2, |n| n.get())

@@ -67,6 +67,9 @@ enum Content {
     Indexed,
     /// A candidate for every query.
     Always(AlwaysReason),
+    /// Starts with a NUL byte: the searcher stops before reading anything,
+    /// so it never holds a match; listed, never a candidate.
+    BinaryFromStart,
     /// Replaced or removed; its postings linger until the next merge.
     Dead,
 }
@@ -195,6 +198,7 @@ pub(crate) struct State {
 /// One file read for the index.
 struct Read1 {
     stamp: Option<Stamp>,
+    binary_from_start: bool,
     outcome: Result<Vec<Trigram>, AlwaysReason>,
     text_bytes: u64,
 }
@@ -289,6 +293,7 @@ impl State {
                                 if stop.load(Ordering::Relaxed) {
                                     return Read1 {
                                         stamp: None,
+                                        binary_from_start: false,
                                         outcome: Err(AlwaysReason::Unreadable),
                                         text_bytes: 0,
                                     };
@@ -316,6 +321,7 @@ impl State {
     fn read_file(&self, rel: &str, collector: &mut TrigramCollector) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
+            binary_from_start: false,
             outcome: Err(AlwaysReason::Unreadable),
             text_bytes: 0,
         };
@@ -332,6 +338,7 @@ impl State {
         if meta.len() > self.limits.max_file_bytes {
             return Read1 {
                 stamp,
+                binary_from_start: false,
                 outcome: Err(AlwaysReason::TooLarge),
                 text_bytes: 0,
             };
@@ -347,6 +354,7 @@ impl State {
         if bytes.len() as u64 > self.limits.max_file_bytes {
             return Read1 {
                 stamp,
+                binary_from_start: false,
                 outcome: Err(AlwaysReason::TooLarge),
                 text_bytes: 0,
             };
@@ -354,6 +362,7 @@ impl State {
         if has_byte_order_mark(&bytes) {
             return Read1 {
                 stamp,
+                binary_from_start: false,
                 outcome: Err(AlwaysReason::ByteOrderMark),
                 text_bytes: 0,
             };
@@ -362,6 +371,7 @@ impl State {
             Some(at) if at >= NUL_CHECK_BYTES => {
                 return Read1 {
                     stamp,
+                    binary_from_start: false,
                     outcome: Err(AlwaysReason::LateNul),
                     text_bytes: 0,
                 };
@@ -371,6 +381,7 @@ impl State {
         };
         Read1 {
             stamp,
+            binary_from_start: memchr_nul(&bytes) == Some(0),
             text_bytes: text.len() as u64,
             outcome: Ok(collector.collect(text)),
         }
@@ -381,6 +392,7 @@ impl State {
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
         let path: Arc<str> = Arc::from(rel);
         let (content, postings) = match &read.outcome {
+            Ok(_) if read.binary_from_start => (Content::BinaryFromStart, 0),
             Ok(trigrams) => (Content::Indexed, trigrams.len() as u64),
             Err(why) => (Content::Always(*why), 0),
         };
@@ -818,7 +830,7 @@ impl State {
     pub(crate) fn candidates(&self, query: &Query, under: &str) -> Vec<String> {
         let answer = evaluate(query, self);
         let pick = |id: usize, record: &FileRecord| match record.content {
-            Content::Dead => false,
+            Content::Dead | Content::BinaryFromStart => false,
             Content::Always(_) => true,
             Content::Indexed => match &answer {
                 Answer::All => true,
@@ -846,6 +858,7 @@ impl State {
                     stats.text_bytes += record.text_bytes;
                 }
                 Content::Always(_) => stats.always_candidates += 1,
+                Content::BinaryFromStart => {}
             }
             stats.files += 1;
         }

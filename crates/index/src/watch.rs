@@ -123,6 +123,9 @@ pub enum NotServed {
     /// directory, a name that is not UTF-8, an ignore file that cannot be
     /// read), which the index cannot repeat.
     Unlisted(String),
+    /// The directory asked about is not one the index covers (ignored,
+    /// reached through a symlink, or absent): only a walk of it can answer.
+    NotCovered(String),
 }
 
 impl NotServed {
@@ -145,6 +148,9 @@ impl std::fmt::Display for NotServed {
             NotServed::Unavailable(why) => write!(f, "the workspace index is unavailable ({why})"),
             NotServed::Lagging => {
                 f.write_str("the workspace index did not catch up with recent changes in time")
+            }
+            NotServed::NotCovered(dir) => {
+                write!(f, "the workspace index does not cover the directory {dir}")
             }
             NotServed::Unlisted(path) => write!(
                 f,
@@ -301,7 +307,7 @@ impl WorkspaceIndex {
     /// The files under `under` (a root-relative directory, `""` for the
     /// root), in path order, as the tree is when the call starts.
     pub fn files(&self, under: &str) -> Result<Vec<ListedFile>, NotServed> {
-        self.serve(|state| state.list(under))
+        self.serve(under, |state| state.list(under))
     }
 
     /// The files under `under` that may hold a match of `query` (see
@@ -310,7 +316,7 @@ impl WorkspaceIndex {
     /// every file the index does not vouch for (too large, past the
     /// budget, unreadable, starting with a byte-order mark).
     pub fn candidates(&self, query: &Query, under: &str) -> Result<Vec<String>, NotServed> {
-        self.serve(|state| state.candidates(query, under))
+        self.serve(under, |state| state.candidates(query, under))
     }
 
     /// Figures about the index, once built.
@@ -340,7 +346,7 @@ impl WorkspaceIndex {
         let _ = self.sender.send(Message::Event(Ok(event)));
     }
 
-    fn serve<T>(&self, answer: impl FnOnce(&State) -> T) -> Result<T, NotServed> {
+    fn serve<T>(&self, under: &str, answer: impl FnOnce(&State) -> T) -> Result<T, NotServed> {
         self.check_status()?;
         self.barrier()?;
         self.check_status()?;
@@ -360,6 +366,9 @@ impl WorkspaceIndex {
         }
         if let Some(path) = state.first_trouble() {
             return Err(NotServed::Unlisted(path.to_string()));
+        }
+        if !state.covers_dir(under) {
+            return Err(NotServed::NotCovered(under.to_string()));
         }
         Ok(answer(state))
     }

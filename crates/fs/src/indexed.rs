@@ -1,0 +1,146 @@
+//! How `glob` and `grep` use the workspace index when one is on.
+//!
+//! The index only narrows: `glob` takes its file list instead of walking,
+//! `grep` searches only the candidate files it names, with the same
+//! searcher and matcher as the walk, so every answer is the one a walk
+//! would give. Whenever the index cannot vouch for an answer, the tool
+//! walks as it would without an index; if that is because the index
+//! failed (rather than still starting), the output says so in a note.
+
+use std::path::Path;
+
+use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_index::{IndexConfig, ListedFile, NotServed, Query, WorkspaceIndex, regex_query};
+
+use crate::{FileTools, GrepArgs};
+
+/// How the workspace index of a [`FileTools`] is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexSettings {
+    /// The most memory its posting lists may take; files past it are
+    /// searched on every grep instead of being indexed.
+    pub memory_budget_bytes: u64,
+    /// The most directories it may watch (`None`: as many as the system
+    /// allows); a tree needing more is searched by walking, with a note.
+    pub max_watches: Option<usize>,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        IndexSettings {
+            memory_budget_bytes: agent_tools_index::DEFAULT_MEMORY_BUDGET,
+            max_watches: None,
+        }
+    }
+}
+
+impl FileTools {
+    /// Turns the workspace index on: it is built in the background, and
+    /// `glob` and `grep` use it once it is ready.
+    pub fn with_index(mut self, settings: IndexSettings) -> Self {
+        // Files the searcher may refuse (a line or a multiline file over
+        // `max_file_bytes`) must be searched, so that refusal is reported:
+        // the index reads nothing larger.
+        let mut config = IndexConfig::new(self.workspace().root())
+            .memory_budget(settings.memory_budget_bytes)
+            .max_file_bytes(
+                self.limits()
+                    .max_file_bytes
+                    .min(agent_tools_index::DEFAULT_MAX_FILE_BYTES),
+            );
+        if let Some(watches) = settings.max_watches {
+            config = config.max_watches(watches);
+        }
+        self.index = Some(WorkspaceIndex::start(config));
+        self
+    }
+
+    /// The workspace index, when on.
+    pub fn index(&self) -> Option<&WorkspaceIndex> {
+        self.index.as_ref()
+    }
+
+    /// The files under `base` from the index (`Ok(None)` when there is no
+    /// index or it does not cover `base`'s walk).
+    pub(crate) fn indexed_files(
+        &self,
+        base: &ConfinedPath,
+    ) -> Result<Option<(String, Vec<ListedFile>)>, NotServed> {
+        let Some((index, under)) = self.index_for(base) else {
+            return Ok(None);
+        };
+        index.files(&under).map(|files| Some((under, files)))
+    }
+
+    /// The files under `base` that may hold a match of the grep, from the
+    /// index (`Ok(None)` when there is no index).
+    pub(crate) fn indexed_candidates(
+        &self,
+        base: &ConfinedPath,
+        args: &GrepArgs,
+    ) -> Result<Option<(String, Vec<String>)>, NotServed> {
+        let Some((index, under)) = self.index_for(base) else {
+            return Ok(None);
+        };
+        index
+            .candidates(&grep_query(args), &under)
+            .map(|paths| Some((under, paths)))
+    }
+
+    fn index_for(&self, base: &ConfinedPath) -> Option<(&WorkspaceIndex, String)> {
+        let index = self.index.as_ref()?;
+        let under = under_root(self.workspace(), base)?;
+        Some((index, under))
+    }
+}
+
+/// `base` relative to the root, `/`-separated, when it lies inside.
+fn under_root(ws: &Workspace, base: &ConfinedPath) -> Option<String> {
+    let rel = ws.strip_root(base.abs())?;
+    let parts: Option<Vec<&str>> = rel.iter().map(|part| part.to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+/// The trigram query of a grep pattern, parsed with the flags the matcher
+/// is built with (see `grep::build_matcher`). A pattern this parser does
+/// not take gives a query every file passes.
+fn grep_query(args: &GrepArgs) -> Query {
+    let parsed = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .case_insensitive(args.ignore_case)
+        .multi_line(true)
+        .dot_matches_new_line(args.multiline)
+        .build()
+        .parse(&args.pattern);
+    match parsed {
+        Ok(hir) => regex_query(&hir),
+        Err(_) => Query::All,
+    }
+}
+
+/// The note saying results came from a scan because the index failed; empty
+/// when the scan was the index's ordinary choice.
+pub(crate) fn scan_note(why: &NotServed) -> String {
+    if why.is_failure() {
+        format!("[note: searched by walking the tree: {why}]\n")
+    } else {
+        String::new()
+    }
+}
+
+/// `path` (root-relative) relative to `under`.
+pub(crate) fn below<'a>(path: &'a str, under: &str) -> &'a str {
+    if under.is_empty() {
+        path
+    } else {
+        path.get(under.len() + 1..).unwrap_or(path)
+    }
+}
+
+/// The last component of a `/`-separated path.
+pub(crate) fn file_name(path: &str) -> &str {
+    Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path)
+}

@@ -1,0 +1,258 @@
+//! The workspace index changes no answer: after every edit of a generated
+//! tree, each grep and glob through tools with the index equals the same
+//! call through tools without it, byte for byte.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use agent_tools_confine::{Confinement, Workspace};
+use agent_tools_fs::{
+    FileTools, GlobArgs, GrepArgs, IndexSettings, IndexStatus, Limits, OutputMode,
+};
+
+fn tools(root: &Path, indexed: bool) -> FileTools {
+    let ws = Workspace::open(root, Confinement::Confined).unwrap();
+    let limits = Limits {
+        // Small, so some files are over it: those must still be searched
+        // (and reported) exactly as without the index.
+        max_file_bytes: 2048,
+        ..Limits::default()
+    };
+    let tools = FileTools::new(ws, limits);
+    if indexed {
+        let tools = tools.with_index(IndexSettings::default());
+        let index = tools.index().unwrap();
+        assert!(
+            index.wait_ready(Duration::from_secs(60)),
+            "{:?}",
+            index.status()
+        );
+        tools
+    } else {
+        tools
+    }
+}
+
+fn greps() -> Vec<GrepArgs> {
+    let mut all = Vec::new();
+    for (pattern, ci) in [
+        ("alpha", false),
+        ("MASK", true),
+        ("kelvin", true),
+        ("def \\w+_handler\\(", false),
+        ("import os", false),
+        ("foo_bar|gamma", false),
+        ("\\w+ing", false),
+        ("x", false),
+        ("na.ve", false),
+        ("[", false),
+    ] {
+        let mut args = GrepArgs::new(pattern);
+        args.ignore_case = ci;
+        all.push(args.clone());
+        let mut files = args.clone();
+        files.output_mode = OutputMode::FilesWithMatches;
+        all.push(files);
+        let mut count = args.clone();
+        count.output_mode = OutputMode::Count;
+        count.glob = Some("*.py".into());
+        all.push(count);
+        let mut multi = args.clone();
+        multi.multiline = true;
+        multi.path = Some("src".into());
+        all.push(multi);
+    }
+    all
+}
+
+fn globs() -> Vec<GlobArgs> {
+    let mut all = Vec::new();
+    for pattern in ["**/*", "*.txt", "**/*.py", "src/**", "**/.*"] {
+        all.push(GlobArgs::new(pattern));
+        let mut under = GlobArgs::new(pattern);
+        under.path = Some("src".into());
+        all.push(under);
+    }
+    all
+}
+
+fn same_answers(indexed: &FileTools, plain: &FileTools, step: &str) {
+    for args in greps() {
+        let want = plain.grep(&args).map_err(|e| e.to_string());
+        let got = indexed.grep(&args).map_err(|e| e.to_string());
+        assert_eq!(got, want, "grep {args:?} after {step}");
+    }
+    for args in globs() {
+        let want = plain.glob(&args).map_err(|e| e.to_string());
+        let got = indexed.glob(&args).map_err(|e| e.to_string());
+        assert_eq!(got, want, "glob {args:?} after {step}");
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "alpha ",
+    "MASK ",
+    "ma\u{17F}k ",
+    "\u{212A}elvin ",
+    "def on_handler(",
+    "import os\n",
+    "foo_bar ",
+    "gamma\n",
+    "naïve ",
+    "testing ",
+    "x",
+    "\n",
+];
+
+fn content(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(10) {
+        0 => {
+            let text: String = (0..rng.below(4) + 1).map(|_| *rng.pick(WORDS)).collect();
+            let mut out = vec![0xFF, 0xFE];
+            for unit in text.encode_utf16() {
+                out.extend_from_slice(&unit.to_le_bytes());
+            }
+            out
+        }
+        1 => {
+            let mut out = rng.pick(WORDS).as_bytes().to_vec();
+            out.push(0);
+            out.extend_from_slice(b"alpha after nul");
+            out
+        }
+        2 => "alpha import os\n".repeat(200).into_bytes(),
+        _ => (0..rng.below(10) + 1)
+            .flat_map(|_| rng.pick(WORDS).bytes())
+            .collect(),
+    }
+}
+
+const DIRS: &[&str] = &["", "src", "src/deep", "build", ".cfg"];
+const NAMES: &[&str] = &["a.txt", "b.py", "c.log", ".hidden", "d.rs"];
+
+fn edit(rng: &mut Rng, root: &Path) -> String {
+    let dir = root.join(rng.pick(DIRS));
+    let name = *rng.pick(NAMES);
+    let path = dir.join(name);
+    match rng.below(8) {
+        0..=3 => {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, content(rng)).unwrap();
+            format!("write {}", path.display())
+        }
+        4 => {
+            let _ = std::fs::remove_file(&path);
+            format!("delete {}", path.display())
+        }
+        5 => {
+            std::fs::create_dir_all(&dir).unwrap();
+            let rules = *rng.pick(&["*.log\n", "build/\n", "*.py\n", "", "deep\n"]);
+            std::fs::write(dir.join(".gitignore"), rules).unwrap();
+            format!("rules {rules:?} in {}", dir.display())
+        }
+        6 => {
+            let to = root.join(rng.pick(DIRS)).join(rng.pick(NAMES));
+            if path.is_file() && to.parent().unwrap().is_dir() {
+                std::fs::rename(&path, &to).unwrap();
+            }
+            format!("rename {} -> {}", path.display(), to.display())
+        }
+        _ => {
+            if path.is_file() {
+                let file = std::fs::File::options().write(true).open(&path).unwrap();
+                file.set_modified(SystemTime::now() + Duration::from_secs(rng.below(500) as u64))
+                    .unwrap();
+            }
+            format!("touch {}", path.display())
+        }
+    }
+}
+
+#[test]
+fn every_answer_with_the_index_equals_the_scan_after_each_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for _ in 0..25 {
+        edit(&mut rng, root);
+    }
+    let indexed = tools(root, true);
+    let plain = tools(root, false);
+    same_answers(&indexed, &plain, "the build");
+    for step in 0..40 {
+        let what = edit(&mut rng, root);
+        same_answers(&indexed, &plain, &format!("step {step}: {what}"));
+    }
+    // The index answered (rather than always deferring to the scan).
+    assert_eq!(indexed.index().unwrap().status(), IndexStatus::Ready);
+    let stats = indexed.index().unwrap().stats().unwrap();
+    assert!(stats.indexed_files > 0, "{stats:?}");
+}
+
+#[test]
+fn a_failed_index_says_the_results_came_from_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+    let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+    let indexed = FileTools::new(ws, Limits::default()).with_index(IndexSettings::default());
+    let index = indexed.index().unwrap();
+    assert!(index.wait_ready(Duration::from_secs(60)));
+    let plain = tools(dir.path(), false);
+    // While the index is up, the output is the scan's.
+    let args = GrepArgs::new("needle");
+    assert_eq!(indexed.grep(&args).unwrap(), plain.grep(&args).unwrap());
+    // A directory the index needs more watches for than it may have is
+    // not possible to force here; lost events are: the index is catching
+    // up or answers, and either way the output is right.
+    index.inject_overflow();
+    let out = indexed.grep(&args).unwrap();
+    assert!(out.starts_with(&plain.grep(&args).unwrap()), "{out}");
+}
+
+#[test]
+fn the_watch_limit_is_reported_in_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["a", "b", "c"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join("f.txt"), "needle\n").unwrap();
+    }
+    let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+    let indexed = FileTools::new(ws, Limits::default()).with_index(IndexSettings {
+        max_watches: Some(2),
+        ..IndexSettings::default()
+    });
+    let index = indexed.index().unwrap();
+    assert!(!index.wait_ready(Duration::from_secs(60)));
+    let plain = tools(dir.path(), false);
+    let args = GrepArgs::new("needle");
+    let out = indexed.grep(&args).unwrap();
+    let want = plain.grep(&args).unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "{want}[note: searched by walking the tree: the workspace index is unavailable (the limit on watched directories was reached (on Linux, raise fs.inotify.max_user_watches); searches scan the tree)]\n"
+        )
+    );
+    let out = indexed.glob(&GlobArgs::new("**/*.txt")).unwrap();
+    assert!(out.contains("[note: searched by walking the tree"), "{out}");
+    assert!(out.contains("a/f.txt"), "{out}");
+}
