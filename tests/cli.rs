@@ -259,3 +259,30 @@ fn a_root_is_required_except_by_a_surface_that_can_take_the_clients() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "ro\n");
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[test]
+fn a_server_with_an_index_budget_out_of_range_fails_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = agent_tools()
+        .args(["mcp", "--root"])
+        .arg(dir.path())
+        .args(["--index-memory-mb", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("index_memory_bytes"), "{stderr}");
+    // Without an index its budget is not looked at: the server starts, and
+    // ends when its input closes before the client's first request.
+    let output = agent_tools()
+        .args(["mcp", "--no-index", "--root"])
+        .arg(dir.path())
+        .args(["--index-memory-mb", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("index_memory_bytes"), "{stderr}");
+    assert!(stderr.contains("connection closed"), "{stderr}");
+}

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use agent_tools_bash::Launcher;
 use agent_tools_confine::Confinement;
-use agent_tools_fs::Limits;
+use agent_tools_fs::{IndexSettings, Limits};
 
 /// Why the tools could not start. Each variant names what was wrong.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +84,7 @@ pub struct ConfigBuilder {
     read_only: bool,
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
+    index: Option<IndexSettings>,
 }
 
 /// The frozen configuration every call reads. Only [`ConfigBuilder::build`]
@@ -100,12 +101,15 @@ pub struct Config {
     read_only: bool,
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
+    index: Option<IndexSettings>,
 }
 
 /// Default cap on one call's output, in bytes.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = Limits::DEFAULT_MAX_OUTPUT_BYTES as u64;
 /// Default cap on the size of a file read or edited whole, in bytes.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = Limits::DEFAULT_MAX_FILE_BYTES;
+/// Default memory budget of the workspace index, in bytes (per root).
+pub const DEFAULT_INDEX_MEMORY_BYTES: u64 = agent_tools_fs::DEFAULT_INDEX_MEMORY_BYTES;
 /// Default ceiling for a command's timeout, in milliseconds.
 pub const DEFAULT_BASH_TIMEOUT_MAX_MS: u64 = 600_000;
 
@@ -123,6 +127,7 @@ impl ConfigBuilder {
             read_only: false,
             confinement: Confinement::Confined,
             bash_launcher: None,
+            index: None,
         }
     }
 
@@ -197,6 +202,15 @@ impl ConfigBuilder {
         self
     }
 
+    /// Turns the warm workspace index on (off unless this is called): each
+    /// root gets one, built in the background, and glob and grep answer
+    /// from it when it can vouch for the answer. Its memory budget must be
+    /// 1 MiB to 64 GiB.
+    pub fn index(mut self, settings: IndexSettings) -> Self {
+        self.index = Some(settings);
+        self
+    }
+
     /// Checks everything and freezes the configuration.
     pub fn build(self) -> Result<Config, StartupError> {
         check_range(
@@ -217,6 +231,14 @@ impl ConfigBuilder {
             1,
             24 * 3600 * 1000,
         )?;
+        if let Some(index) = &self.index {
+            check_range(
+                "index_memory_bytes",
+                index.memory_budget_bytes,
+                1024 * 1024,
+                64 * 1024 * 1024 * 1024,
+            )?;
+        }
         if !self.awaiting_roots {
             check_directory(&self.root)?;
         }
@@ -234,6 +256,7 @@ impl ConfigBuilder {
             read_only: self.read_only,
             confinement: self.confinement,
             bash_launcher: self.bash_launcher,
+            index: self.index,
         })
     }
 }
@@ -336,6 +359,11 @@ impl Config {
     /// The program `bash` commands are started through, if any.
     pub fn bash_launcher(&self) -> Option<&Launcher> {
         self.bash_launcher.as_ref()
+    }
+
+    /// The workspace index settings, when it is on.
+    pub fn index(&self) -> Option<IndexSettings> {
+        self.index
     }
 
     /// The limits handed to the file tools.

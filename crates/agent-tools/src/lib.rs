@@ -56,10 +56,11 @@ mod dispatch;
 pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+pub use agent_tools_fs::IndexSettings;
 pub use catalog::SurfaceChoice;
 pub use config::{
-    AllowedRoot, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES, RootAccess, StartupError,
+    AllowedRoot, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_INDEX_MEMORY_BYTES,
+    DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, RootAccess, StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;

@@ -132,6 +132,36 @@ fn startup_errors_are_clear() {
         .build()
         .unwrap_err();
     assert!(small.to_string().contains("max_output_bytes"), "{small}");
+    let tiny_index = Config::builder(dir.path())
+        .index(IndexSettings {
+            memory_budget_bytes: 1000,
+            ..IndexSettings::default()
+        })
+        .build()
+        .unwrap_err();
+    assert!(
+        tiny_index.to_string().contains("index_memory_bytes"),
+        "{tiny_index}"
+    );
+}
+
+#[test]
+fn an_index_turned_on_in_the_config_answers_glob_and_grep() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "needle\n").unwrap();
+    let config = Config::builder(dir.path())
+        .index(IndexSettings::default())
+        .build()
+        .unwrap();
+    assert!(config.index().is_some());
+    let tools = AgentTools::new(config).unwrap();
+    let result = tools.call("grep", json!({"pattern": "needle", "output_mode": "content"}));
+    assert_eq!(code(&result), None);
+    // Written after the index started: seen all the same.
+    std::fs::write(dir.path().join("b.txt"), "needle too\n").unwrap();
+    let result = tools.call("glob", json!({"pattern": "*.txt"}));
+    let text = &result.text;
+    assert!(text.contains("b.txt"), "{text}");
 }
 
 #[test]

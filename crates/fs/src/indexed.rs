@@ -14,6 +14,9 @@ use agent_tools_index::{IndexConfig, ListedFile, NotServed, Query, WorkspaceInde
 
 use crate::{FileTools, GrepArgs};
 
+/// The default memory budget of the workspace index, in bytes.
+pub const DEFAULT_INDEX_MEMORY_BYTES: u64 = agent_tools_index::DEFAULT_MEMORY_BUDGET;
+
 /// How the workspace index of a [`FileTools`] is set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexSettings {
@@ -28,7 +31,7 @@ pub struct IndexSettings {
 impl Default for IndexSettings {
     fn default() -> Self {
         IndexSettings {
-            memory_budget_bytes: agent_tools_index::DEFAULT_MEMORY_BUDGET,
+            memory_budget_bytes: DEFAULT_INDEX_MEMORY_BYTES,
             max_watches: None,
         }
     }

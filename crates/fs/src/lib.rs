@@ -49,7 +49,7 @@ pub use atomic::{
     rename_new, stage_replace, sync_all_parallel,
 };
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
-pub use indexed::IndexSettings;
+pub use indexed::{DEFAULT_INDEX_MEMORY_BYTES, IndexSettings};
 pub use lock::FileLocks;
 pub use read::LineSpan;
 

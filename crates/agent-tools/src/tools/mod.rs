@@ -71,7 +71,10 @@ impl Surface for DefaultSurface {
                 }
                 WorkspaceError::NotADirectory { root } => StartupError::RootNotADirectory { root },
             })?;
-        let files = FileTools::new(workspace, config.limits());
+        let mut files = FileTools::new(workspace, config.limits());
+        if let Some(settings) = config.index() {
+            files = files.with_index(settings);
+        }
         Ok(Services {
             config: config.clone(),
             files,

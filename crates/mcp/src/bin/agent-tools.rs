@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_tools::{
-    AgentTools, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, Launcher, RootAccess,
-    SurfaceChoice,
+    AgentTools, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, IndexSettings, Launcher,
+    RootAccess, SurfaceChoice,
 };
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
@@ -81,14 +81,27 @@ struct WorkspaceArgs {
     /// Allow paths outside the root (confinement is on unless this is given).
     #[arg(long)]
     no_confine: bool,
+    /// Serve without the warm workspace index: every glob and grep walks
+    /// the tree (mcp only; a single `call` never builds one).
+    #[arg(long)]
+    no_index: bool,
+    /// The memory budget of the workspace index, per root, in MiB; files
+    /// past it are searched on every grep instead of being indexed.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
+    index_memory_mb: u64,
 }
+
+/// The default of `--index-memory-mb`.
+const DEFAULT_INDEX_MEMORY_MB: u64 = agent_tools::DEFAULT_INDEX_MEMORY_BYTES / (1024 * 1024);
 
 /// The hidden subcommand the binary re-executes itself as to start a
 /// command (see `agent_tools_bash::launcher`).
 const LAUNCHER_SUBCOMMAND: &str = "__run-command";
 
 impl WorkspaceArgs {
-    fn open(&self) -> anyhow::Result<AgentTools> {
+    /// Opens the tools; `serving` says whether this is a long-lived server
+    /// (which builds the workspace index unless `--no-index`).
+    fn open(&self, serving: bool) -> anyhow::Result<AgentTools> {
         // An unknown surface is refused before anything else is looked at.
         let surface = agent_tools_mcp::surface(&self.surface)?;
         // `/proc/self/exe` names this very binary in the child too, even if
@@ -121,6 +134,12 @@ impl WorkspaceArgs {
         };
         for (root, access) in folders {
             config = config.also_root(root, access);
+        }
+        if serving && !self.no_index {
+            config = config.index(IndexSettings {
+                memory_budget_bytes: self.index_memory_mb.saturating_mul(1024 * 1024),
+                ..IndexSettings::default()
+            });
         }
         let config = config
             .bash_launcher(launcher)
@@ -188,7 +207,7 @@ fn print_quietly(text: &str) -> std::io::Result<()> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
-            let tools = workspace.open()?;
+            let tools = workspace.open(true)?;
             let limits = ServerLimits::for_max_file_bytes(tools.config().max_file_bytes());
             // Commands run as our user: without this they could open
             // /proc/<server>/fd/1 and write forged responses. (It does not
@@ -215,7 +234,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tool,
             args,
         } => {
-            let tools = workspace.open()?;
+            let tools = workspace.open(false)?;
             let text = if args == "-" {
                 let mut input = String::new();
                 std::io::stdin().read_to_string(&mut input)?;
