@@ -63,6 +63,9 @@ pub enum Group {
     Grep,
     /// glob vs rg --files.
     Glob,
+    /// grep and glob of a warm server with the workspace index vs the walk
+    /// and rg, with the index's build time and memory.
+    Index,
     /// read_file round trips over MCP stdio.
     Mcp,
     /// read_file of the last 50 lines of a large log (first call, and after an

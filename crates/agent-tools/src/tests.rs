@@ -155,7 +155,10 @@ fn an_index_turned_on_in_the_config_answers_glob_and_grep() {
         .unwrap();
     assert!(config.index().is_some());
     let tools = AgentTools::new(config).unwrap();
-    let result = tools.call("grep", json!({"pattern": "needle", "output_mode": "content"}));
+    let result = tools.call(
+        "grep",
+        json!({"pattern": "needle", "output_mode": "content"}),
+    );
     assert_eq!(code(&result), None);
     // Written after the index started: seen all the same.
     std::fs::write(dir.path().join("b.txt"), "needle too\n").unwrap();

@@ -13,6 +13,7 @@ use crate::{BenchArgs, Group};
 
 mod codex;
 mod edit;
+mod index;
 mod mcp;
 mod patch;
 mod search;
@@ -77,7 +78,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         report.push_str(&text);
     };
 
-    if args.wants(Group::Grep) || args.wants(Group::Glob) {
+    if args.wants(Group::Grep) || args.wants(Group::Glob) || args.wants(Group::Index) {
         let files = args.files.unwrap_or(ctx.pick(40_000, 4_000));
         eprintln!("generating {} files ...", count(files));
         let tree = crate::tree::generate(files, ctx.git)?;
@@ -88,6 +89,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         if args.wants(Group::Glob) {
             emit(search::glob(&ctx, &tree)?);
+        }
+        if args.wants(Group::Index) {
+            emit(index::index(&ctx, &tree)?);
         }
     }
     if args.wants(Group::Mcp) {
