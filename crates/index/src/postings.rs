@@ -72,41 +72,79 @@ pub(crate) struct Segment {
     arena: Vec<u8>,
 }
 
+/// A list stored as delta-encoded LEB128 varints.
+const AS_VARINTS: u8 = 0;
+/// A list stored as a bitmap: the first id (4 bytes, little-endian), then
+/// one bit per id from it on. Chosen when smaller, which is the case for
+/// trigrams found in more than about one file in eight.
+const AS_BITMAP: u8 = 1;
+
 impl Segment {
     /// Builds a segment from `(trigram << 32 | file id)` pairs (any order).
     pub(crate) fn from_pairs(mut pairs: Vec<u64>) -> Segment {
         pairs.sort_unstable();
         pairs.dedup();
         let mut segment = Segment::default();
-        let mut writer = ListWriter::new();
+        let mut ids = Vec::new();
         let mut current: Option<Trigram> = None;
         for pair in pairs {
             let trigram = (pair >> 32) as Trigram;
-            let id = pair as u32;
             if current != Some(trigram) {
                 if let Some(done) = current {
-                    segment.finish_list(done, &mut writer);
+                    segment.push_list(done, &ids);
+                    ids.clear();
                 }
                 current = Some(trigram);
             }
-            writer.push(id, &mut segment.arena);
+            ids.push(pair as u32);
         }
         if let Some(done) = current {
-            segment.finish_list(done, &mut writer);
+            segment.push_list(done, &ids);
         }
         segment.seal();
         segment
     }
 
-    fn finish_list(&mut self, trigram: Trigram, writer: &mut ListWriter) {
+    /// Appends the list of `trigram` (sorted ids), in whichever of the two
+    /// encodings is smaller.
+    fn push_list(&mut self, trigram: Trigram, ids: &[u32]) {
+        let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+            return;
+        };
         self.keys.push(trigram);
-        self.starts.push(writer.start);
-        self.counts.push(writer.count);
-        *writer = ListWriter::at(self.arena.len());
+        // Arenas stay far below 4 GiB: the memory budget bounds them.
+        self.starts
+            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
+        self.counts
+            .push(u32::try_from(ids.len()).unwrap_or(u32::MAX));
+        let mut varint_bytes = varint_len(first);
+        for pair in ids.windows(2) {
+            varint_bytes += varint_len(pair[1] - pair[0]);
+        }
+        let bitmap_bytes = 4 + (last - first) as usize / 8 + 1;
+        if bitmap_bytes < varint_bytes {
+            self.arena.push(AS_BITMAP);
+            self.arena.extend_from_slice(&first.to_le_bytes());
+            let at = self.arena.len();
+            self.arena.resize(at + bitmap_bytes - 4, 0);
+            for &id in ids {
+                let bit = (id - first) as usize;
+                self.arena[at + bit / 8] |= 1 << (bit % 8);
+            }
+        } else {
+            self.arena.push(AS_VARINTS);
+            let mut previous = 0;
+            for (n, &id) in ids.iter().enumerate() {
+                let delta = if n == 0 { id } else { id - previous };
+                push_varint(delta, &mut self.arena);
+                previous = id;
+            }
+        }
     }
 
     fn seal(&mut self) {
-        self.starts.push(self.arena.len() as u32);
+        self.starts
+            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
         self.keys.shrink_to_fit();
         self.starts.shrink_to_fit();
         self.counts.shrink_to_fit();
@@ -122,11 +160,28 @@ impl Segment {
 
     /// Appends the ids of `trigram` to `out` (sorted, above what `out` has).
     pub(crate) fn decode_into(&self, trigram: Trigram, out: &mut Vec<u32>) {
-        let Ok(at) = self.keys.binary_search(&trigram) else {
-            return;
-        };
+        if let Ok(at) = self.keys.binary_search(&trigram) {
+            self.decode_at(at, out);
+        }
+    }
+
+    fn decode_at(&self, at: usize, out: &mut Vec<u32>) {
         let bytes = &self.arena[self.starts[at] as usize..self.starts[at + 1] as usize];
-        decode_list(bytes, out);
+        match bytes.split_first() {
+            Some((&AS_BITMAP, rest)) if rest.len() >= 4 => {
+                let first = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+                for (index, &byte) in rest[4..].iter().enumerate() {
+                    let mut bits = byte;
+                    while bits != 0 {
+                        let bit = bits.trailing_zeros();
+                        out.push(first + (index as u32) * 8 + bit);
+                        bits &= bits - 1;
+                    }
+                }
+            }
+            Some((_, rest)) => decode_varints(rest, out),
+            None => {}
+        }
     }
 
     /// Heap bytes held.
@@ -152,69 +207,47 @@ impl Segment {
         let mut merged = Segment::default();
         let mut cursors = vec![0usize; parts.len()];
         let mut ids = Vec::new();
+        let mut kept = Vec::new();
         for trigram in keys {
             ids.clear();
             for (part, cursor) in parts.iter().zip(cursors.iter_mut()) {
                 if part.keys.get(*cursor) == Some(&trigram) {
-                    let bytes = &part.arena
-                        [part.starts[*cursor] as usize..part.starts[*cursor + 1] as usize];
-                    decode_list(bytes, &mut ids);
+                    part.decode_at(*cursor, &mut ids);
                     *cursor += 1;
                 }
             }
-            let mut writer = ListWriter::at(merged.arena.len());
-            for &id in &ids {
-                if let Some(new_id) = keep(id) {
-                    writer.push(new_id, &mut merged.arena);
-                }
-            }
-            if writer.count > 0 {
-                merged.finish_list(trigram, &mut writer);
-            }
+            kept.clear();
+            kept.extend(ids.iter().filter_map(|&id| keep(id)));
+            merged.push_list(trigram, &kept);
         }
         merged.seal();
         merged
     }
 }
 
-/// Writes one delta-varint list.
-struct ListWriter {
-    start: u32,
-    count: u32,
-    last: u32,
-}
-
-impl ListWriter {
-    fn new() -> Self {
-        Self::at(0)
-    }
-
-    fn at(start: usize) -> Self {
-        ListWriter {
-            // Arenas stay far below 4 GiB: the memory budget bounds them.
-            start: u32::try_from(start).unwrap_or(u32::MAX),
-            count: 0,
-            last: 0,
-        }
-    }
-
-    fn push(&mut self, id: u32, arena: &mut Vec<u8>) {
-        let mut delta = if self.count == 0 { id } else { id - self.last };
-        loop {
-            let low = (delta & 0x7F) as u8;
-            delta >>= 7;
-            if delta == 0 {
-                arena.push(low);
-                break;
-            }
-            arena.push(low | 0x80);
-        }
-        self.last = id;
-        self.count += 1;
+fn varint_len(value: u32) -> usize {
+    match value {
+        0..=0x7F => 1,
+        0x80..=0x3FFF => 2,
+        0x4000..=0x1F_FFFF => 3,
+        0x20_0000..=0xFFF_FFFF => 4,
+        _ => 5,
     }
 }
 
-fn decode_list(bytes: &[u8], out: &mut Vec<u32>) {
+fn push_varint(mut value: u32, arena: &mut Vec<u8>) {
+    loop {
+        let low = (value & 0x7F) as u8;
+        value >>= 7;
+        if value == 0 {
+            arena.push(low);
+            return;
+        }
+        arena.push(low | 0x80);
+    }
+}
+
+fn decode_varints(bytes: &[u8], out: &mut Vec<u32>) {
     let mut value = 0u32;
     let mut shift = 0;
     let mut last = 0u32;
@@ -319,6 +352,29 @@ mod tests {
         assert_eq!(out, vec![1, 70_000, 80_000]);
         assert_eq!(merged.count(5), 1);
         assert_eq!(merged.postings(), 5);
+    }
+
+    #[test]
+    fn dense_lists_become_bitmaps_and_read_back_the_same() {
+        // Every third id from 1000: far denser than one in eight.
+        let ids: Vec<u32> = (0..3000).map(|n| 1000 + n * 3).collect();
+        let sparse: Vec<u32> = (0..50).map(|n| n * 5000).collect();
+        let mut pairs: Vec<u64> = ids.iter().map(|&id| (1u64 << 32) | u64::from(id)).collect();
+        pairs.extend(sparse.iter().map(|&id| (2u64 << 32) | u64::from(id)));
+        let segment = Segment::from_pairs(pairs);
+        // The bitmap takes about 9000 / 8 bytes; varints would take 3000.
+        assert!(segment.arena.len() < 1300 + 200, "{}", segment.arena.len());
+        let mut out = Vec::new();
+        segment.decode_into(1, &mut out);
+        assert_eq!(out, ids);
+        out.clear();
+        segment.decode_into(2, &mut out);
+        assert_eq!(out, sparse);
+        let merged = Segment::merge(&[&segment], |id| (id % 2 == 0).then_some(id));
+        out.clear();
+        merged.decode_into(1, &mut out);
+        let even: Vec<u32> = ids.iter().copied().filter(|id| id % 2 == 0).collect();
+        assert_eq!(out, even);
     }
 
     #[test]

@@ -567,6 +567,32 @@ fn apply_batch(
     batch: Vec<Message>,
     watches: &mut Watches,
 ) -> Result<bool, WatchFailure> {
+    // Opening and reading files (every search does) makes events too; a
+    // batch of only those and sync markers needs no write lock.
+    let touches_state = batch.iter().any(|message| match message {
+        Message::Event(Ok(event)) => {
+            event.need_rescan()
+                || (!is_read_only_access(&event.kind)
+                    && event
+                        .paths
+                        .iter()
+                        .any(|path| !path.starts_with(&shared.marker_dir)))
+        }
+        _ => true,
+    });
+    if !touches_state {
+        let markers = batch.iter().filter_map(|message| match message {
+            Message::Event(Ok(event)) => Some(
+                event
+                    .paths
+                    .iter()
+                    .filter_map(|path| marker_number(path, &shared.marker_dir)),
+            ),
+            _ => None,
+        });
+        publish(shared, markers.flatten().max());
+        return Ok(true);
+    }
     let mut guard = shared.state.write().unwrap_or_else(PoisonError::into_inner);
     let Some(state) = guard.as_mut() else {
         return Ok(false);
@@ -608,8 +634,8 @@ fn apply_batch(
             continue;
         }
         for path in &event.paths {
-            if let Ok(rest) = path.strip_prefix(&shared.marker_dir) {
-                if let Some(number) = rest.to_str().and_then(|n| n.parse::<u64>().ok()) {
+            if path.starts_with(&shared.marker_dir) {
+                if let Some(number) = marker_number(path, &shared.marker_dir) {
                     seen_marker = Some(seen_marker.map_or(number, |m: u64| m.max(number)));
                 }
                 continue;
@@ -636,7 +662,18 @@ fn apply_batch(
     }
     state.pack();
     drop(guard);
-    if let Some(number) = seen_marker {
+    publish(shared, seen_marker);
+    Ok(true)
+}
+
+/// The number of a sync marker's path.
+fn marker_number(path: &Path, marker_dir: &Path) -> Option<u64> {
+    path.strip_prefix(marker_dir).ok()?.to_str()?.parse().ok()
+}
+
+/// Tells waiting queries that every event up to marker `number` is applied.
+fn publish(shared: &Shared, number: Option<u64>) {
+    if let Some(number) = number {
         let mut applied = shared
             .applied
             .lock()
@@ -644,7 +681,6 @@ fn apply_batch(
         *applied = (*applied).max(number);
         shared.applied_changed.notify_all();
     }
-    Ok(true)
 }
 
 /// Events that say a file was opened or read, not changed: the index's own

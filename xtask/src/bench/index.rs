@@ -15,13 +15,15 @@ use crate::measure::{Step, interleaved, run_captured};
 use crate::report::{Table, count};
 use crate::tree::{self, Tree};
 
-/// Literals tried for the "common" case; the one whose share of files is
+/// Literals (written as regexes) tried for the "common" case; the one whose share of files is
 /// nearest [`COMMON_SHARE`] is used.
 const COMMON_CANDIDATES: &[&str] = &[
-    "if alpha.len() > 1",
-    "if alpha.len() > 2",
+    r"input: &Config\) -> Result<Config>",
+    r"input: &Node\) -> Result<",
+    r"if alpha\.len\(\) > 1",
+    r"if alpha\.len\(\) > 2",
     "alpha_buffer",
-    "match alpha {",
+    "match alpha \\{",
     "fn alpha_",
     "let alpha_1",
 ];
