@@ -7,7 +7,7 @@ use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 
-use crate::indexed::{below, scan_note};
+use crate::indexed::scan_note;
 use crate::walk::{Flow, Walk, skipped_note};
 use crate::{FileTools, GlobArgs, cancelled, page};
 
@@ -31,11 +31,10 @@ impl FileTools {
 
         let mut scan_why = String::new();
         if args.respect_gitignore {
-            match self.indexed_files(&base) {
-                Ok(Some((under, files))) => {
+            match self.indexed_files(&base, |rel| matcher.is_match(rel)) {
+                Ok(Some(files)) => {
                     let mut found: Vec<(SystemTime, String)> = files
                         .into_iter()
-                        .filter(|file| matcher.is_match(below(&file.path, &under)))
                         .map(|file| (file.modified, quote_text(&file.path).into_owned()))
                         .collect();
                     return Ok(self.render_glob(args, &mut found, ""));

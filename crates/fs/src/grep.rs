@@ -20,8 +20,8 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink as SearchSink, SinkContext, SinkMatch,
 };
 
-use crate::indexed::{below, file_name, scan_note};
-use crate::walk::{Flow, Sink, Skipped, Walk, search_listed, skipped_note};
+use crate::indexed::{below, scan_note};
+use crate::walk::{Flow, Sink, Skipped, Walk, skipped_note, visit_listed};
 use crate::{FileTools, GrepArgs, OutputMode, cancelled, page};
 
 /// What `grep` prints when nothing matches (a success).
@@ -339,21 +339,18 @@ impl FileTools {
             };
             if let Some((under, paths)) = from_index {
                 let root = ws.open_dir(&ws.root_path())?;
-                let sink = search_listed(&paths, make_searcher, |searcher, path, sink| {
-                    if budget.is_cut() || cancel.load(Ordering::Relaxed) {
-                        return Flow::Quit;
-                    }
-                    visit(
-                        searcher,
-                        &root,
-                        path,
-                        below(path, &under),
-                        file_name(path),
-                        path,
-                        sink,
-                    );
-                    Flow::Continue
-                });
+                let sink = visit_listed(
+                    &root,
+                    &paths,
+                    make_searcher,
+                    |searcher, dir, name, path, sink| {
+                        if budget.is_cut() || cancel.load(Ordering::Relaxed) {
+                            return Flow::Quit;
+                        }
+                        visit(searcher, dir, name, below(path, &under), name, path, sink);
+                        Flow::Continue
+                    },
+                );
                 skipped = sink.skipped;
                 sink.found
             } else {

@@ -7,8 +7,6 @@
 //! walks as it would without an index; if that is because the index
 //! failed (rather than still starting), the output says so in a note.
 
-use std::path::Path;
-
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_index::{IndexConfig, ListedFile, NotServed, Query, WorkspaceIndex, regex_query};
 
@@ -63,16 +61,19 @@ impl FileTools {
         self.index.as_ref()
     }
 
-    /// The files under `base` from the index (`Ok(None)` when there is no
-    /// index or it does not cover `base`'s walk).
+    /// The files under `base` whose path relative to it `keep` accepts,
+    /// from the index (`Ok(None)` when there is no index).
     pub(crate) fn indexed_files(
         &self,
         base: &ConfinedPath,
-    ) -> Result<Option<(String, Vec<ListedFile>)>, NotServed> {
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Option<Vec<ListedFile>>, NotServed> {
         let Some((index, under)) = self.index_for(base) else {
             return Ok(None);
         };
-        index.files(&under).map(|files| Some((under, files)))
+        index
+            .files_where(&under, |path| keep(below(path, &under)))
+            .map(Some)
     }
 
     /// The files under `base` that may hold a match of the grep, from the
@@ -138,12 +139,4 @@ pub(crate) fn below<'a>(path: &'a str, under: &str) -> &'a str {
     } else {
         path.get(under.len() + 1..).unwrap_or(path)
     }
-}
-
-/// The last component of a `/`-separated path.
-pub(crate) fn file_name(path: &str) -> &str {
-    Path::new(path)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(path)
 }

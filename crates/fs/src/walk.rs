@@ -758,16 +758,31 @@ fn raw_slash(path: &Path) -> String {
         .join("/")
 }
 
-/// Visits a list of files (named by the workspace index instead of found
-/// by a walk) on as many threads as the walk uses, each with its own state
-/// (`init`) and output, merged once at the end. `visit` returning
-/// [`Flow::Quit`] stops every thread.
-pub(crate) fn search_listed<T, S, I, V>(paths: &[String], init: I, visit: V) -> Sink<T>
+/// The directory part of a `/`-separated path (`""` at the top).
+fn parent_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |at| &path[..at])
+}
+
+/// Visits a list of files (root-relative paths from the workspace index,
+/// sorted) instead of walking: the files of one directory are a unit of
+/// work, their directory opened once beneath `root` and each file then
+/// opened by name beneath it, as the walk does. As many threads as the walk
+/// uses, each with its own state (`init`) and output, merged once at the
+/// end. `visit` gets the directory, the file's name and its path;
+/// returning [`Flow::Quit`] stops every thread.
+pub(crate) fn visit_listed<T, S, I, V>(root: &Dir, paths: &[String], init: I, visit: V) -> Sink<T>
 where
     T: Send,
     I: Fn() -> S + Sync,
-    V: Fn(&mut S, &str, &mut Sink<T>) -> Flow + Sync,
+    V: Fn(&mut S, &Dir, &str, &str, &mut Sink<T>) -> Flow + Sync,
 {
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (at, path) in paths.iter().enumerate() {
+        match groups.last_mut() {
+            Some(group) if parent_of(&paths[group.start]) == parent_of(path) => group.end = at + 1,
+            _ => groups.push(at..at + 1),
+        }
+    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let results: Mutex<Sink<T>> = Mutex::new(Sink {
@@ -775,7 +790,7 @@ where
         skipped: Vec::new(),
     });
     std::thread::scope(|scope| {
-        for _ in 0..worker_threads().min(paths.len().max(1)) {
+        for _ in 0..worker_threads().min(groups.len().max(1)) {
             scope.spawn(|| {
                 let mut state = init();
                 let mut sink = Sink {
@@ -784,9 +799,30 @@ where
                 };
                 while !stop.load(Ordering::Relaxed) {
                     let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = paths.get(at) else { break };
-                    if visit(&mut state, path, &mut sink) == Flow::Quit {
-                        stop.store(true, Ordering::Relaxed);
+                    let Some(group) = groups.get(at) else { break };
+                    let files = &paths[group.clone()];
+                    let dir_rel = parent_of(&files[0]);
+                    let opened = if dir_rel.is_empty() {
+                        root.try_clone()
+                    } else {
+                        root.open_dir(dir_rel)
+                    };
+                    let dir = match opened {
+                        Ok(dir) => dir,
+                        Err(err) => {
+                            for path in files {
+                                sink.skipped
+                                    .push(Skipped::new(path, format!("cannot open: {err}")));
+                            }
+                            continue;
+                        }
+                    };
+                    for path in files {
+                        let name = path.rsplit('/').next().unwrap_or(path);
+                        if visit(&mut state, &dir, name, path, &mut sink) == Flow::Quit {
+                            stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
                     }
                 }
                 let mut all = results.lock().unwrap_or_else(PoisonError::into_inner);

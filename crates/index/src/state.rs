@@ -808,6 +808,20 @@ impl State {
         self.troubles.paths.iter().next().map(String::as_str)
     }
 
+    /// The files within `under` whose path `keep` accepts, in no
+    /// particular order.
+    pub(crate) fn list_where(&self, under: &str, keep: impl Fn(&str) -> bool) -> Vec<ListedFile> {
+        self.files
+            .iter()
+            .filter(|r| r.content != Content::Dead && is_within(&r.path, under) && keep(&r.path))
+            .map(|r| ListedFile {
+                path: r.path.to_string(),
+                modified: r.stamp.modified,
+                size: r.stamp.size,
+            })
+            .collect()
+    }
+
     /// The files within `under`, in path order.
     pub(crate) fn list(&self, under: &str) -> Vec<ListedFile> {
         let mut out: Vec<ListedFile> = self
