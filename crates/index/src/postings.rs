@@ -270,6 +270,22 @@ fn decode_varints(bytes: &[u8], out: &mut Vec<u32>) {
 pub(crate) fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
     let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     let mut out = Vec::with_capacity(small.len());
+    if large.len() < small.len().saturating_mul(16) {
+        // Lists of like sizes: one linear pass.
+        let (mut i, mut j) = (0, 0);
+        while i < small.len() && j < large.len() {
+            match small[i].cmp(&large[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    out.push(small[i]);
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        return out;
+    }
     // Galloping keeps a tiny list against a huge one cheap.
     let mut from = 0usize;
     for &id in small {
@@ -381,6 +397,12 @@ mod tests {
     fn set_operations() {
         assert_eq!(intersect(&[1, 3, 5, 9], &[3, 4, 9, 10]), vec![3, 9]);
         assert_eq!(intersect(&[], &[1]), Vec::<u32>::new());
+        let large: Vec<u32> = (0..1000).collect();
+        assert_eq!(intersect(&[5, 999, 2000], &large), vec![5, 999]);
+        let evens: Vec<u32> = (0..1000).map(|n| n * 2).collect();
+        let threes: Vec<u32> = (0..700).map(|n| n * 3).collect();
+        let both: Vec<u32> = (0..334).map(|n| n * 6).collect();
+        assert_eq!(intersect(&evens, &threes), both);
         assert_eq!(union(&[1, 3], &[2, 3, 4]), vec![1, 2, 3, 4]);
     }
 }
