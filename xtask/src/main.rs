@@ -54,6 +54,11 @@ pub struct BenchArgs {
     /// Number of files in the generated tree [default: 40000, 4000 with --quick].
     #[arg(long, value_name = "N")]
     pub files: Option<usize>,
+    /// Also run the index group on this existing tree (for example an
+    /// installed Python library), with patterns agents search such a tree
+    /// for.
+    #[arg(long, value_name = "DIR")]
+    pub index_tree: Option<PathBuf>,
 }
 
 /// The benchmark groups, in the order they run.

@@ -54,15 +54,12 @@ fn grep(tools: &FileTools, pattern: &str) -> Result<String> {
         .map_err(|err| anyhow::anyhow!("grep {pattern:?}: {err}"))
 }
 
-fn glob(tools: &FileTools) -> Result<String> {
-    tools
-        .glob(&GlobArgs::new(tree::GLOB))
-        .map_err(|err| anyhow::anyhow!("glob: {err}"))
-}
-
 fn rg(root: &Path, git: bool, args: &[&str]) -> Result<String> {
     let mut cmd = Command::new("rg");
-    cmd.arg("--no-config").current_dir(root);
+    // Our tools search hidden files and skip `.git`; rg does either only
+    // when asked.
+    cmd.args(["--no-config", "--hidden", "-g", "!.git"])
+        .current_dir(root);
     if !git {
         cmd.arg("--no-require-git");
     }
@@ -70,17 +67,77 @@ fn rg(root: &Path, git: bool, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The group: build figures, then each query three ways.
+/// The group on the generated tree: build figures, then each query three
+/// ways.
 pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
     let root = tree.dir.path();
-    let runs = ctx.pick(20, 5);
-    let mut table = Table::new(format!(
+    let title = format!(
         "warm workspace index — {} files ({} in a .gitignored subtree), {:.0} MB",
         count(tree.files),
         count(tree.ignored),
         tree.bytes as f64 / 1e6
-    ));
+    );
+    let listed = tree.files - tree.ignored;
+    // The common literal: the candidate nearest the wanted share.
+    let plain = tools(root, false)?;
+    let mut common = COMMON_CANDIDATES[0];
+    let mut best = f64::MAX;
+    for candidate in COMMON_CANDIDATES {
+        let share = result_set(&grep(&plain, candidate)?).len() as f64 / listed.max(1) as f64;
+        if (share - COMMON_SHARE).abs() < best {
+            best = (share - COMMON_SHARE).abs();
+            common = candidate;
+        }
+    }
+    let cases = [
+        ("selective literal", tree::LITERAL),
+        ("common literal", common),
+        ("regex", tree::REGEX),
+        ("no usable literal", NO_LITERAL),
+    ];
+    measure(ctx, title, root, tree.git, listed, &cases, tree::GLOB)
+}
 
+/// The group on a tree already on disk (`--index-tree DIR`, for example an
+/// installed Python library), with patterns of the kind agents search for
+/// in one.
+pub fn installed(ctx: &Ctx<'_>, root: &Path) -> Result<Table> {
+    let plain = tools(root, false)?;
+    let listed = result_set(&glob_of(&plain, "**/*")?).len();
+    let title = format!(
+        "warm workspace index — {} ({} files after ignore rules)",
+        root.display(),
+        count(listed)
+    );
+    let cases = [
+        ("selective regex", r"def \w+_handler\("),
+        ("common literal", "import os"),
+        ("case-insensitive", r"(?i)deprecationwarning\("),
+        ("no usable literal", NO_LITERAL),
+    ];
+    measure(ctx, title, root, false, listed, &cases, "**/*.py")
+}
+
+fn glob_of(tools: &FileTools, pattern: &str) -> Result<String> {
+    tools
+        .glob(&GlobArgs::new(pattern))
+        .map_err(|err| anyhow::anyhow!("glob: {err}"))
+}
+
+/// Builds the index of `root`, reports its build time and memory, then
+/// times each grep case and the glob with the index, without it (the
+/// walk) and with rg, checking that the outputs agree.
+fn measure(
+    ctx: &Ctx<'_>,
+    title: String,
+    root: &Path,
+    git: bool,
+    listed: usize,
+    cases: &[(&str, &str)],
+    glob_pattern: &str,
+) -> Result<Table> {
+    let runs = ctx.pick(20, 5);
+    let mut table = Table::new(title);
     eprintln!("index: building ...");
     let started = Instant::now();
     let indexed = tools(root, true)?;
@@ -118,26 +175,9 @@ pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
         ),
     );
 
-    // The common literal: the candidate nearest the wanted share.
-    let mut common = COMMON_CANDIDATES[0];
-    let mut best = f64::MAX;
-    let listed = (tree.files - tree.ignored).max(1) as f64;
-    for candidate in COMMON_CANDIDATES {
-        let share = result_set(&grep(&plain, candidate)?).len() as f64 / listed;
-        if (share - COMMON_SHARE).abs() < best {
-            best = (share - COMMON_SHARE).abs();
-            common = candidate;
-        }
-    }
-
+    let listed = listed.max(1) as f64;
     let mut all_same = true;
-    let cases = [
-        ("selective literal", tree::LITERAL),
-        ("common literal", common),
-        ("regex", tree::REGEX),
-        ("no usable literal", NO_LITERAL),
-    ];
-    for (what, pattern) in cases {
+    for &(what, pattern) in cases {
         eprintln!("index: grep {what} ...");
         let ours = grep(&indexed, pattern)?;
         let today = grep(&plain, pattern)?;
@@ -150,7 +190,7 @@ pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
         let sorted = ["-l", "--sort", "path", "-e", pattern];
         let parallel = ["-l", "-e", pattern];
         if ctx.rg {
-            all_same &= check_same(&mut table, what, &ours, &rg(root, tree.git, &sorted)?, "rg");
+            all_same &= check_same(&mut table, what, &ours, &rg(root, git, &sorted)?, "rg");
         }
         let share = 100.0 * result_set(&ours).len() as f64 / listed;
         let label = format!(
@@ -162,7 +202,7 @@ pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
             Box::new(|| grep(&plain, pattern).map(drop)),
         ];
         if ctx.rg {
-            steps.push(Box::new(|| rg(root, tree.git, &parallel).map(drop)));
+            steps.push(Box::new(|| rg(root, git, &parallel).map(drop)));
         }
         let timed = interleaved(runs, &mut steps)?;
         table.timed(format!("{label} — indexed vs walk"), &timed[0], &timed[1]);
@@ -172,8 +212,8 @@ pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
     }
 
     eprintln!("index: glob ...");
-    let ours = glob(&indexed)?;
-    if ours != glob(&plain)? {
+    let ours = glob_of(&indexed, glob_pattern)?;
+    if ours != glob_of(&plain, glob_pattern)? {
         all_same = false;
         table.note("**warning:** glob: the output with the index differs from the walk's");
     }
@@ -184,23 +224,17 @@ pub fn index(ctx: &Ctx<'_>, tree: &Tree) -> Result<Table> {
     );
     let rg_args = ["--files", "--sortr=modified", "-g", tree::GLOB];
     if ctx.rg {
-        all_same &= check_same(
-            &mut table,
-            "glob",
-            &ours,
-            &rg(root, tree.git, &rg_args)?,
-            "rg",
-        );
+        all_same &= check_same(&mut table, "glob", &ours, &rg(root, git, &rg_args)?, "rg");
     }
     let mut steps: Vec<Step<'_>> = vec![
-        Box::new(|| glob(&indexed).map(drop)),
-        Box::new(|| glob(&plain).map(drop)),
+        Box::new(|| glob_of(&indexed, glob_pattern).map(drop)),
+        Box::new(|| glob_of(&plain, glob_pattern).map(drop)),
     ];
     if ctx.rg {
         steps.push(Box::new(|| {
-            rg(root, tree.git, &["--files", "-g", tree::GLOB]).map(drop)
+            rg(root, git, &["--files", "-g", glob_pattern]).map(drop)
         }));
-        steps.push(Box::new(|| rg(root, tree.git, &rg_args).map(drop)));
+        steps.push(Box::new(|| rg(root, git, &rg_args).map(drop)));
     }
     let timed = interleaved(runs, &mut steps)?;
     table.timed(format!("{label} — indexed vs walk"), &timed[0], &timed[1]);

@@ -94,6 +94,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             emit(index::index(&ctx, &tree)?);
         }
     }
+    if args.wants(Group::Index)
+        && let Some(dir) = &args.index_tree
+    {
+        emit(index::installed(&ctx, dir)?);
+    }
     if args.wants(Group::Mcp) {
         emit(mcp::round_trips(&ctx)?);
     }
