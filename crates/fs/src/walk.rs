@@ -764,8 +764,8 @@ fn parent_of(path: &str) -> &str {
 }
 
 /// Visits a list of files (root-relative paths from the workspace index,
-/// sorted) instead of walking: the files of one directory are a unit of
-/// work, their directory opened once beneath `root` and each file then
+/// sorted) instead of walking: up to 32 files of one directory are a unit
+/// of work, their directory opened once beneath `root` and each file then
 /// opened by name beneath it, as the walk does. As many threads as the walk
 /// uses, each with its own state (`init`) and output, merged once at the
 /// end. `visit` gets the directory, the file's name and its path;
@@ -776,10 +776,18 @@ where
     I: Fn() -> S + Sync,
     V: Fn(&mut S, &Dir, &str, &str, &mut Sink<T>) -> Flow + Sync,
 {
+    // A unit is at most this many files, so one large directory is still
+    // shared between the threads.
+    const MOST_PER_UNIT: usize = 32;
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     for (at, path) in paths.iter().enumerate() {
         match groups.last_mut() {
-            Some(group) if parent_of(&paths[group.start]) == parent_of(path) => group.end = at + 1,
+            Some(group)
+                if group.len() < MOST_PER_UNIT
+                    && parent_of(&paths[group.start]) == parent_of(path) =>
+            {
+                group.end = at + 1;
+            }
             _ => groups.push(at..at + 1),
         }
     }

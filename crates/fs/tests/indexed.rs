@@ -152,7 +152,7 @@ fn edit(rng: &mut Rng, root: &Path) -> String {
     let dir = root.join(rng.pick(DIRS));
     let name = *rng.pick(NAMES);
     let path = dir.join(name);
-    match rng.below(8) {
+    match rng.below(10) {
         0..=3 => {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(&path, content(rng)).unwrap();
@@ -174,6 +174,28 @@ fn edit(rng: &mut Rng, root: &Path) -> String {
                 std::fs::rename(&path, &to).unwrap();
             }
             format!("rename {} -> {}", path.display(), to.display())
+        }
+        7 => {
+            // Another process writes.
+            std::fs::create_dir_all(&dir).unwrap();
+            let status = std::process::Command::new("sh")
+                .arg("-c")
+                .arg("printf 'alpha from another process\\nimport os\\n' >> \"$1\"")
+                .arg("sh")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            format!("another process appends to {}", path.display())
+        }
+        8 => {
+            if dir.is_dir() {
+                let link = dir.join("link.txt");
+                let _ = std::fs::remove_file(&link);
+                let target = if rng.below(2) == 0 { "a.txt" } else { ".." };
+                std::os::unix::fs::symlink(target, &link).unwrap();
+            }
+            format!("symlink in {}", dir.display())
         }
         _ => {
             if path.is_file() {

@@ -219,10 +219,10 @@ fn measure(
     }
     let label = format!(
         "glob `{}` ({} files)",
-        tree::GLOB,
+        glob_pattern,
         count(result_set(&ours).len())
     );
-    let rg_args = ["--files", "--sortr=modified", "-g", tree::GLOB];
+    let rg_args = ["--files", "--sortr=modified", "-g", glob_pattern];
     if ctx.rg {
         all_same &= check_same(&mut table, "glob", &ours, &rg(root, git, &rg_args)?, "rg");
     }
