@@ -127,6 +127,7 @@ pub fn surfaces() -> Vec<SurfaceChoice> {
         SurfaceChoice::of::<agent_tools::DefaultSurface>(),
         SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
         SurfaceChoice::of::<agent_tools_surface_filesystem::FilesystemSurface>(),
+        SurfaceChoice::of::<agent_tools_surface_claude_code::ClaudeCodeSurface>(),
     ]
 }
 
@@ -485,7 +486,7 @@ mod tests {
         assert_eq!(err.known, ["agent-tools", "codex", "filesystem"]);
         assert!(
             err.to_string()
-                .contains("known surfaces are: agent-tools, codex, filesystem"),
+                .contains("known surfaces are: agent-tools, codex, filesystem, claude-code"),
             "{err}"
         );
     }
