@@ -26,8 +26,7 @@ fn p(path: &Path) -> String {
     path.to_str().unwrap().to_owned()
 }
 
-const NOT_READ: &str =
-    "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>";
+const NOT_READ: &str = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>";
 const MODIFIED: &str = "<tool_use_error>File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.</tool_use_error>";
 
 fn set_mtime(path: &Path, seconds_ago: u64) {
@@ -51,7 +50,10 @@ fn a_fresh_connection_has_read_nothing() {
     let edit = json!({"file_path": p(&file), "old_string": "one", "new_string": "two"});
     // Another connection: its session has read nothing.
     let mut second = claude_code(&root);
-    assert_eq!(second.call("Edit", edit.clone()), (true, NOT_READ.to_owned()));
+    assert_eq!(
+        second.call("Edit", edit.clone()),
+        (true, NOT_READ.to_owned())
+    );
     assert_eq!(
         second.call("Write", json!({"file_path": p(&file), "content": "x"})),
         (true, NOT_READ.to_owned())
@@ -77,7 +79,10 @@ fn an_external_change_between_read_and_edit_is_refused() {
     std::fs::write(&file, "changed by someone else\n").unwrap();
     set_mtime(&file, 30);
     let edit = json!({"file_path": p(&file), "old_string": "changed", "new_string": "x"});
-    assert_eq!(client.call("Edit", edit.clone()), (true, MODIFIED.to_owned()));
+    assert_eq!(
+        client.call("Edit", edit.clone()),
+        (true, MODIFIED.to_owned())
+    );
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "changed by someone else\n"
@@ -86,7 +91,10 @@ fn an_external_change_between_read_and_edit_is_refused() {
     assert!(!client.call("Read", json!({"file_path": p(&file)})).0);
     let (is_error, text) = client.call("Edit", edit);
     assert!(!is_error, "{text}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x by someone else\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "x by someone else\n"
+    );
 }
 
 #[test]
@@ -129,7 +137,10 @@ fn background_commands_die_with_the_connection() {
         {
             break pid;
         }
-        assert!(std::time::Instant::now() < deadline, "the command never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let status = client.shutdown();

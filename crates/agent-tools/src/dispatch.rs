@@ -333,7 +333,9 @@ fn issues_of(error: &jsonschema::ValidationError<'_>) -> Vec<Issue> {
     let param = at.rsplit('/').next().unwrap_or_default().to_owned();
     match error.kind() {
         ValidationErrorKind::Required { property } => vec![Issue::Missing {
-            param: property.as_str().map_or_else(|| property.to_string(), str::to_owned),
+            param: property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned),
         }],
         ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
             .iter()

@@ -242,6 +242,9 @@ mod tests {
         jobs.insert("long", long);
         assert!(jobs.contains("long"));
         drop(jobs);
-        assert!(wait_until(|| !group_alive(pgid)), "the group survived the drop");
+        assert!(
+            wait_until(|| !group_alive(pgid)),
+            "the group survived the drop"
+        );
     }
 }

@@ -216,9 +216,7 @@ impl FileStamp {
     pub fn modified(&self) -> std::time::SystemTime {
         let nanos = u32::try_from(self.mtime_nsec).unwrap_or(0);
         match u64::try_from(self.mtime) {
-            Ok(secs) => {
-                std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos)
-            }
+            Ok(secs) => std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos),
             Err(_) => {
                 std::time::UNIX_EPOCH - std::time::Duration::from_secs(self.mtime.unsigned_abs())
                     + std::time::Duration::from_nanos(u64::from(nanos))

@@ -257,13 +257,13 @@ mod tests {
     fn the_closest_region_is_named_with_a_diff() {
         let text = "fn main() {\n    let total = 1;\n    println!(\"{total}\");\n}\n";
         let note = closest_regions_note(text, "    let totl = 1;\n    println!(\"{total}\");");
-        assert!(note.starts_with("The closest region of the file:\n- lines 2-3, "), "{note}");
+        assert!(
+            note.starts_with("The closest region of the file:\n- lines 2-3, "),
+            "{note}"
+        );
         assert!(note.contains("@@"), "{note}");
         assert!(note.contains("+    let total = 1;"), "{note}");
-        assert_eq!(
-            closest_regions_note("", "x"),
-            "The file is empty."
-        );
+        assert_eq!(closest_regions_note("", "x"), "The file is empty.");
         assert_eq!(
             closest_regions_note("alpha\nbeta\n", "zzzzzz qqqq"),
             "No part of the file is close to it; read the file again to see its current content."

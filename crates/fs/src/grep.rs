@@ -8,8 +8,8 @@
 //! multiline mode, a file) larger than `max_file_bytes` cannot be searched.
 
 use std::io::Read;
-use std::time::SystemTime;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::SystemTime;
 
 use agent_tools_confine::{OpenRegularError, open_regular_at, quote_text};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
@@ -251,7 +251,13 @@ impl FileTools {
         let after = args.after_context.unwrap_or(args.context) as usize;
         let with_context = mode == OutputMode::Content && (before > 0 || after > 0);
         let note = skipped_note(&mut searched.skipped);
-        let mut out = self.render_grep(args, &searched.found, with_context, searched.cut, note.len());
+        let mut out = self.render_grep(
+            args,
+            &searched.found,
+            with_context,
+            searched.cut,
+            note.len(),
+        );
         out.push_str(&note);
         Ok(out)
     }
@@ -313,7 +319,12 @@ impl FileTools {
 
     /// The search both outputs share: every file with a match, sorted by
     /// path.
-    fn search(&self, args: &GrepArgs, extras: &Extras, cancel: &AtomicBool) -> ToolResult<Searched> {
+    fn search(
+        &self,
+        args: &GrepArgs,
+        extras: &Extras,
+        cancel: &AtomicBool,
+    ) -> ToolResult<Searched> {
         let ws = self.workspace();
         let base = ws.resolve_or_root(args.path.as_deref())?;
         let matcher = build_matcher(args)?;
@@ -348,7 +359,8 @@ impl FileTools {
                 .heap_limit(Some(max_file_bytes))
                 .build()
         };
-        let only_matching = (extras.only_matching && mode == OutputMode::Content).then_some(&matcher);
+        let only_matching =
+            (extras.only_matching && mode == OutputMode::Content).then_some(&matcher);
         let search_one = |searcher: &mut Searcher,
                           file: std::fs::File,
                           shown: String,

@@ -16,8 +16,8 @@ use agent_tools_confine::ConfinedPath;
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use sha2::{Digest as _, Sha256};
 
-use crate::atomic::{Expected, FileStamp};
 use crate::FileTools;
+use crate::atomic::{Expected, FileStamp};
 
 /// A SHA-256 digest of a file's bytes.
 pub type ContentDigest = [u8; 32];
@@ -157,7 +157,8 @@ impl FileTools {
             Some(_) => Some(ws.metadata(path)?),
             None => None,
         };
-        let stamp = crate::atomic::replace_expecting(ws, path, &[&new], existing.as_ref(), expected)?;
+        let stamp =
+            crate::atomic::replace_expecting(ws, path, &[&new], existing.as_ref(), expected)?;
         Ok((value, Some(Seen::new(stamp.modified(), Some(&new)))))
     }
 }

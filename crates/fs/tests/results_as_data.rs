@@ -25,7 +25,10 @@ fn a_window_of_a_large_file_is_read_without_loading_it() {
     let cancel = AtomicBool::new(false);
     let window = tools.read_window(&path, 150_000, 3, &cancel).unwrap();
     assert_eq!(window.lines, ["line 150000", "line 150001", "line 150002"]);
-    assert_eq!((window.first, window.total, window.budget_hit), (150_000, 300_000, false));
+    assert_eq!(
+        (window.first, window.total, window.budget_hit),
+        (150_000, 300_000, false)
+    );
     assert_eq!(window.next_line(), Some(150_003));
     let end = tools.read_window(&path, 299_999, 10, &cancel).unwrap();
     assert_eq!(end.lines, ["line 299999", "line 300000"]);
@@ -45,7 +48,11 @@ fn a_window_stops_at_the_output_budget_and_refuses_binary_and_utf16() {
     std::fs::write(dir.path().join("crlf.txt"), "\u{FEFF}a\r\nb\r\nc").unwrap();
     std::fs::write(dir.path().join("bin"), b"a\0b\n").unwrap();
     std::fs::write(dir.path().join("u16"), b"\xFF\xFEa\0\n\0").unwrap();
-    std::fs::write(dir.path().join("wide"), format!("{}\n{}", "x".repeat(100), "y".repeat(100))).unwrap();
+    std::fs::write(
+        dir.path().join("wide"),
+        format!("{}\n{}", "x".repeat(100), "y".repeat(100)),
+    )
+    .unwrap();
     let tools = tools(
         dir.path(),
         Limits {
@@ -115,19 +122,33 @@ fn grep_files_filter_by_type_and_glob_and_give_only_matching_parts() {
             only_matching: only,
         }
     };
-    let found = tools.grep_files(&query("one", None, &[], false), &cancel).unwrap();
+    let found = tools
+        .grep_files(&query("one", None, &[], false), &cancel)
+        .unwrap();
     let rels: Vec<_> = found.files.iter().map(|f| f.rel.as_str()).collect();
     assert_eq!(rels, ["a.rs", "b.py"]);
-    let found = tools.grep_files(&query("one", Some("py"), &[], false), &cancel).unwrap();
+    let found = tools
+        .grep_files(&query("one", Some("py"), &[], false), &cancel)
+        .unwrap();
     assert_eq!(found.files.len(), 1);
     assert_eq!(found.files[0].rel, "b.py");
-    let found = tools.grep_files(&query("one", None, &["*.rs", "*.txt"], false), &cancel).unwrap();
+    let found = tools
+        .grep_files(&query("one", None, &["*.rs", "*.txt"], false), &cancel)
+        .unwrap();
     assert_eq!(found.files[0].rel, "a.rs");
     assert_eq!(found.files.len(), 1);
-    let found = tools.grep_files(&query("one", None, &["!*.rs"], false), &cancel).unwrap();
+    let found = tools
+        .grep_files(&query("one", None, &["!*.rs"], false), &cancel)
+        .unwrap();
     assert_eq!(found.files[0].rel, "b.py");
-    let found = tools.grep_files(&query(r"fn \w+", Some("rust"), &[], true), &cancel).unwrap();
-    let texts: Vec<_> = found.files[0].lines.iter().map(|l| (l.number, l.text.as_str())).collect();
+    let found = tools
+        .grep_files(&query(r"fn \w+", Some("rust"), &[], true), &cancel)
+        .unwrap();
+    let texts: Vec<_> = found.files[0]
+        .lines
+        .iter()
+        .map(|l| (l.number, l.text.as_str()))
+        .collect();
     assert_eq!(texts, [(1, "fn one"), (2, "fn two")]);
     assert_eq!(found.files[0].matches, 2);
     assert_eq!(

@@ -16,7 +16,11 @@ use crate::{resolve_absolute, session_of};
 
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-pub(crate) fn write(services: &Services, args: WriteArgs, call: &CallContext) -> ToolResult<String> {
+pub(crate) fn write(
+    services: &Services,
+    args: WriteArgs,
+    call: &CallContext,
+) -> ToolResult<String> {
     let session = session_of(call)?;
     let raw = args.file_path.as_str();
     let path = resolve_absolute(services, raw, "file_path")?;
@@ -45,10 +49,16 @@ pub(crate) fn edit(services: &Services, args: EditArgs, call: &CallContext) -> T
         replace_all: args.replace_all,
     };
     let replace_all = item.replace_all;
-    edit_file(services, &args.file_path, &[item], call, |index, message| {
-        debug_assert_eq!(index, 0);
-        message
-    })?;
+    edit_file(
+        services,
+        &args.file_path,
+        &[item],
+        call,
+        |index, message| {
+            debug_assert_eq!(index, 0);
+            message
+        },
+    )?;
     Ok(if replace_all {
         messages::updated_all(&args.file_path)
     } else {
@@ -68,9 +78,13 @@ pub(crate) fn multi_edit(
         ));
     }
     let total = args.edits.len();
-    edit_file(services, &args.file_path, &args.edits, call, |index, message| {
-        messages::in_edit(index + 1, total, &message)
-    })?;
+    edit_file(
+        services,
+        &args.file_path,
+        &args.edits,
+        call,
+        |index, message| messages::in_edit(index + 1, total, &message),
+    )?;
     Ok(messages::updated_multi(&args.file_path, total))
 }
 
@@ -153,11 +167,10 @@ fn edit_file(
 /// The same error with its message reworded.
 fn rename(err: ToolError, reword: impl FnOnce(String) -> String) -> ToolError {
     let message = reword(err.message().to_owned());
-    err.fields()
-        .iter()
-        .fold(ToolError::new(err.code(), message), |renamed, (key, value)| {
-            renamed.with_field(key.clone(), value.clone())
-        })
+    err.fields().iter().fold(
+        ToolError::new(err.code(), message),
+        |renamed, (key, value)| renamed.with_field(key.clone(), value.clone()),
+    )
 }
 
 /// The engine's locked update, with its refusals in Claude Code's words.
@@ -198,7 +211,10 @@ fn require_fresh_read(
         return Err(check(ErrorCode::InvalidInput, messages::NOT_READ));
     };
     if !seen.still_current(now) {
-        return Err(check(ErrorCode::InvalidInput, messages::MODIFIED_SINCE_READ));
+        return Err(check(
+            ErrorCode::InvalidInput,
+            messages::MODIFIED_SINCE_READ,
+        ));
     }
     Ok(())
 }
@@ -289,9 +305,7 @@ fn straight(ch: char) -> char {
 /// are read as straight ones.
 fn find_with_straight_quotes(text: &str, old: &str) -> Option<String> {
     let norm_old: String = old.chars().map(straight).collect();
-    if !text.contains(['\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}'])
-        && norm_old == old
-    {
+    if !text.contains(['\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}']) && norm_old == old {
         return None;
     }
     // Straight quotes are one byte and curly ones three, so byte offsets
@@ -400,7 +414,10 @@ mod tests {
     fn curly_quotes_match_straight_ones_and_new_text_takes_the_curly_style() {
         let text = "She said \u{201C}hello\u{201D} and it\u{2019}s fine.\n";
         let out = apply(text, &item("said \"hello\"", "said \"goodbye\"", false)).unwrap();
-        assert_eq!(out, "She said \u{201C}goodbye\u{201D} and it\u{2019}s fine.\n");
+        assert_eq!(
+            out,
+            "She said \u{201C}goodbye\u{201D} and it\u{2019}s fine.\n"
+        );
         let out = apply(text, &item("it's fine", "it's 'really' fine", false)).unwrap();
         assert_eq!(
             out,

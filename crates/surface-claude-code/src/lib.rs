@@ -109,8 +109,13 @@ impl Surface for ClaudeCodeSurface {
             ToolDef::typed("MultiEdit", args::MULTI_EDIT, true, edit::multi_edit)
                 .titled("Edit file in several steps", Hints::EDIT),
             // An insert adds another cell each time.
-            ToolDef::typed("NotebookEdit", args::NOTEBOOK_EDIT, true, notebook::notebook_edit)
-                .titled("Edit notebook cell", Hints::EDIT),
+            ToolDef::typed(
+                "NotebookEdit",
+                args::NOTEBOOK_EDIT,
+                true,
+                notebook::notebook_edit,
+            )
+            .titled("Edit notebook cell", Hints::EDIT),
             ToolDef::typed("Bash", args::BASH, true, shell::bash)
                 .titled("Run shell command", Hints::RUN)
                 .bounding_itself(),

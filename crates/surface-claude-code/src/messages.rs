@@ -40,10 +40,13 @@ pub fn format_size(bytes: u64) -> String {
 // Paths.
 
 pub(crate) fn not_absolute(param: &str, raw: &str) -> String {
-    format!("{param} must be an absolute path, not a relative one (got \"{raw}\"). Pass the full path, starting with /.")
+    format!(
+        "{param} must be an absolute path, not a relative one (got \"{raw}\"). Pass the full path, starting with /."
+    )
 }
 
-pub(crate) const DENIED: &str = "File is in a directory that is denied by your permission settings.";
+pub(crate) const DENIED: &str =
+    "File is in a directory that is denied by your permission settings.";
 
 pub(crate) fn file_missing(suggestion: Option<&str>) -> String {
     match suggestion {
@@ -72,7 +75,9 @@ pub(crate) fn too_big_to_read(size: u64, max: u64) -> String {
 }
 
 pub(crate) fn more_lines(next: u64, total: u64) -> String {
-    format!("[The file has {total} lines; lines from {next} on are not shown. Call Read with offset={next} to continue.]")
+    format!(
+        "[The file has {total} lines; lines from {next} on are not shown. Call Read with offset={next} to continue.]"
+    )
 }
 
 pub(crate) fn binary_file(extension: &str) -> String {
@@ -219,7 +224,8 @@ pub(crate) const NOT_A_NOTEBOOK: &str = "File must be a Jupyter notebook (.ipynb
 pub(crate) const CELL_TYPE_REQUIRED: &str = "Cell type is required when using edit_mode=insert.";
 pub(crate) const NOTEBOOK_MISSING: &str = "Notebook file does not exist.";
 pub(crate) const NOTEBOOK_NOT_JSON: &str = "Notebook is not valid JSON.";
-pub(crate) const CELL_ID_REQUIRED: &str = "Cell ID must be specified when not inserting a new cell.";
+pub(crate) const CELL_ID_REQUIRED: &str =
+    "Cell ID must be specified when not inserting a new cell.";
 
 pub(crate) fn cell_index_missing(index: usize) -> String {
     format!("Cell with index {index} does not exist in notebook.")

@@ -66,7 +66,10 @@ pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
     let mut total = 0usize;
     for (index, cell) in cells.iter().enumerate() {
         let id = cell_id(cell, index);
-        let kind = cell.get("cell_type").and_then(Value::as_str).unwrap_or("code");
+        let kind = cell
+            .get("cell_type")
+            .and_then(Value::as_str)
+            .unwrap_or("code");
         let mut meta = String::new();
         if kind != "code" {
             meta = format!("<cell_type>{kind}</cell_type>");
@@ -160,7 +163,10 @@ pub(crate) fn notebook_edit(
                 return Err(check(ErrorCode::InvalidInput, messages::NOT_READ));
             };
             if !seen.still_current(now) {
-                return Err(check(ErrorCode::InvalidInput, messages::MODIFIED_SINCE_READ));
+                return Err(check(
+                    ErrorCode::InvalidInput,
+                    messages::MODIFIED_SINCE_READ,
+                ));
             }
             let mut notebook: Value = serde_json::from_slice(&now.bytes)
                 .map_err(|_| check(ErrorCode::InvalidInput, messages::NOTEBOOK_NOT_JSON))?;
@@ -183,7 +189,10 @@ fn change(notebook: &mut Value, args: &NotebookEditArgs, mode: EditMode) -> Tool
         .get("nbformat_minor")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let major = notebook.get("nbformat").and_then(Value::as_u64).unwrap_or(4);
+    let major = notebook
+        .get("nbformat")
+        .and_then(Value::as_u64)
+        .unwrap_or(4);
     let Some(cells) = notebook.get_mut("cells").and_then(Value::as_array_mut) else {
         return Err(check(ErrorCode::InvalidInput, messages::NOTEBOOK_NOT_JSON));
     };
@@ -269,7 +278,10 @@ fn find_cell(cells: &[Value], id: &str) -> ToolResult<usize> {
             messages::cell_index_missing(index),
         ));
     }
-    Err(check(ErrorCode::InvalidInput, messages::cell_id_missing(id)))
+    Err(check(
+        ErrorCode::InvalidInput,
+        messages::cell_id_missing(id),
+    ))
 }
 
 /// A new cell id, eight base-36 characters, unused in the notebook.
@@ -340,12 +352,9 @@ mod tests {
         other["metadata"]["language_info"]["name"] = json!("julia");
         other["cells"][1].as_object_mut().unwrap().remove("id");
         let content = render(&serde_json::to_vec(&other).unwrap(), "/w/n.ipynb").unwrap();
-        assert!(
-            content[1]
-                .as_text()
-                .unwrap()
-                .starts_with("<cell id=\"cell-1\"><language>julia</language>1 + 1</cell id=\"cell-1\">")
-        );
+        assert!(content[1].as_text().unwrap().starts_with(
+            "<cell id=\"cell-1\"><language>julia</language>1 + 1</cell id=\"cell-1\">"
+        ));
         assert_eq!(
             render(b"{", "/w/n.ipynb").unwrap_err().message(),
             "Notebook is not valid JSON."
@@ -375,7 +384,12 @@ mod tests {
     #[test]
     fn replace_insert_and_delete() {
         let mut notebook = sample();
-        let message = change(&mut notebook, &args(Some("calc"), EditMode::Replace, None), EditMode::Replace).unwrap();
+        let message = change(
+            &mut notebook,
+            &args(Some("calc"), EditMode::Replace, None),
+            EditMode::Replace,
+        )
+        .unwrap();
         assert_eq!(message, "Updated cell calc with print(3)");
         assert_eq!(notebook["cells"][1]["source"], "print(3)");
         assert_eq!(notebook["cells"][1]["outputs"], json!([]));
@@ -390,11 +404,21 @@ mod tests {
         let new_id = notebook["cells"][1]["id"].as_str().unwrap().to_owned();
         assert_eq!(message, format!("Inserted cell {new_id} with print(3)"));
         assert_eq!(new_id.len(), 8);
-        change(&mut notebook, &args(None, EditMode::Insert, Some(CellType::Markdown)), EditMode::Insert).unwrap();
+        change(
+            &mut notebook,
+            &args(None, EditMode::Insert, Some(CellType::Markdown)),
+            EditMode::Insert,
+        )
+        .unwrap();
         assert_eq!(notebook["cells"][0]["cell_type"], "markdown");
         assert_eq!(notebook["cells"].as_array().unwrap().len(), 4);
 
-        let message = change(&mut notebook, &args(Some("cell-0"), EditMode::Delete, None), EditMode::Delete).unwrap();
+        let message = change(
+            &mut notebook,
+            &args(Some("cell-0"), EditMode::Delete, None),
+            EditMode::Delete,
+        )
+        .unwrap();
         assert_eq!(message, "Deleted cell cell-0");
         assert_eq!(notebook["cells"].as_array().unwrap().len(), 3);
     }
@@ -408,16 +432,33 @@ mod tests {
                 .message()
                 .to_owned()
         };
-        assert_eq!(err(Some("nope"), EditMode::Replace), "Cell with ID \"nope\" not found in notebook.");
-        assert_eq!(err(Some("cell-9"), EditMode::Replace), "Cell with index 9 does not exist in notebook.");
-        assert_eq!(err(None, EditMode::Delete), "Cell ID must be specified when not inserting a new cell.");
+        assert_eq!(
+            err(Some("nope"), EditMode::Replace),
+            "Cell with ID \"nope\" not found in notebook."
+        );
+        assert_eq!(
+            err(Some("cell-9"), EditMode::Replace),
+            "Cell with index 9 does not exist in notebook."
+        );
+        assert_eq!(
+            err(None, EditMode::Delete),
+            "Cell ID must be specified when not inserting a new cell."
+        );
         let bytes = to_bytes(&notebook).unwrap();
-        assert!(bytes.starts_with(b"{\n \"cells\": [\n  {"), "{}", String::from_utf8_lossy(&bytes));
+        assert!(
+            bytes.starts_with(b"{\n \"cells\": [\n  {"),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
         notebook["cells"] = json!("x");
         assert_eq!(
-            change(&mut notebook, &args(Some("a"), EditMode::Replace, None), EditMode::Replace)
-                .unwrap_err()
-                .message(),
+            change(
+                &mut notebook,
+                &args(Some("a"), EditMode::Replace, None),
+                EditMode::Replace
+            )
+            .unwrap_err()
+            .message(),
             "Notebook is not valid JSON."
         );
     }

@@ -199,17 +199,28 @@ pub(crate) mod tests {
         let reply = read_pdf(&bytes, "/w/doc.pdf", None).unwrap();
         let text = reply.content[0].as_text().unwrap().to_owned();
         assert!(
-            text.starts_with(&format!("PDF file read: /w/doc.pdf ({})", crate::format_size(bytes.len() as u64))),
+            text.starts_with(&format!(
+                "PDF file read: /w/doc.pdf ({})",
+                crate::format_size(bytes.len() as u64)
+            )),
             "{text}"
         );
         assert!(text.contains("--- Page 1 ---\nHello PDF"), "{text}");
-        assert!(text.contains(&format!("--- Page 2 ---\n{}", messages::PDF_NO_TEXT)), "{text}");
+        assert!(
+            text.contains(&format!("--- Page 2 ---\n{}", messages::PDF_NO_TEXT)),
+            "{text}"
+        );
         let reply = read_pdf(&bytes, "/w/doc.pdf", Some("2")).unwrap();
         let text = reply.content[0].as_text().unwrap();
-        assert!(text.starts_with("PDF pages extracted: 1 page(s) from /w/doc.pdf ("), "{text}");
+        assert!(
+            text.starts_with("PDF pages extracted: 1 page(s) from /w/doc.pdf ("),
+            "{text}"
+        );
         assert!(!text.contains("Hello"), "{text}");
         assert_eq!(
-            read_pdf(&bytes, "/w/doc.pdf", Some("5-6")).unwrap_err().message(),
+            read_pdf(&bytes, "/w/doc.pdf", Some("5-6"))
+                .unwrap_err()
+                .message(),
             "Page range \"5-6\" is past the end of the document, which has 2 pages."
         );
     }
@@ -224,6 +235,11 @@ pub(crate) mod tests {
         );
         assert!(read_pdf(&bytes, "/w/long.pdf", Some("10-11")).is_ok());
         let err = read_pdf(b"not a pdf", "/w/x.pdf", None).unwrap_err();
-        assert!(err.message().starts_with("/w/x.pdf could not be read as a PDF: "), "{}", err.message());
+        assert!(
+            err.message()
+                .starts_with("/w/x.pdf could not be read as a PDF: "),
+            "{}",
+            err.message()
+        );
     }
 }

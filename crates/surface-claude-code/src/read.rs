@@ -8,11 +8,15 @@ use std::time::SystemTime;
 use agent_tools::{CallContext, Content, ErrorCode, Reply, Services, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_fs::Seen;
-use agent_tools_text::{BINARY_SNIFF_BYTES, DecodeError, decode_lossy, looks_binary, truncate_line};
+use agent_tools_text::{
+    BINARY_SNIFF_BYTES, DecodeError, decode_lossy, looks_binary, truncate_line,
+};
 
 use crate::args::ReadArgs;
 use crate::messages::{self, thrown};
-use crate::{DEFAULT_READ_LINES, MAX_WHOLE_READ_BYTES, notebook, pdf, resolve_absolute, session_of};
+use crate::{
+    DEFAULT_READ_LINES, MAX_WHOLE_READ_BYTES, notebook, pdf, resolve_absolute, session_of,
+};
 
 /// Extensions Claude Code refuses as binary without looking inside (the
 /// images it shows, and PDFs, are not among them).
@@ -21,18 +25,14 @@ const BINARY_EXTENSIONS: &[&str] = &[
     "bmp", "ico", "tiff", "tif", "psd", "ai", "eps", "sketch", "fig", "xd", "blend", "3ds", "max",
     // Video and audio.
     "mp4", "mov", "avi", "mkv", "webm", "wmv", "flv", "m4v", "mpeg", "mpg", "mp3", "wav", "ogg",
-    "flac", "aac", "m4a", "wma", "aiff", "opus",
-    // Archives.
+    "flac", "aac", "m4a", "wma", "aiff", "opus", // Archives.
     "zip", "tar", "gz", "bz2", "7z", "rar", "xz", "z", "tgz", "iso",
     // Executables and objects.
     "exe", "dll", "so", "dylib", "bin", "o", "a", "obj", "lib", "app", "msi", "deb", "rpm",
     // Office documents.
-    "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp",
-    // Fonts.
-    "ttf", "otf", "woff", "woff2", "eot",
-    // Compiled code and packages.
-    "pyc", "pyo", "class", "jar", "war", "ear", "node", "wasm", "rlib",
-    // Databases.
+    "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", // Fonts.
+    "ttf", "otf", "woff", "woff2", "eot", // Compiled code and packages.
+    "pyc", "pyo", "class", "jar", "war", "ear", "node", "wasm", "rlib", // Databases.
     "sqlite", "sqlite3", "db", "mdb", "idx",
     // Flash, lockfiles in binary form, raw data.
     "swf", "fla", "lockb", "dat", "data",
@@ -228,12 +228,10 @@ pub(crate) fn read_bounded(
     too_large: impl Fn(u64) -> ToolError,
 ) -> ToolResult<Vec<u8>> {
     let ws = services.files().workspace();
-    let (file, meta) = ws
-        .open_regular(path, "")
-        .map_err(|err| match err.code() {
-            ErrorCode::NotAFile => thrown(ErrorCode::NotAFile, messages::device_file(raw)),
-            _ => err,
-        })?;
+    let (file, meta) = ws.open_regular(path, "").map_err(|err| match err.code() {
+        ErrorCode::NotAFile => thrown(ErrorCode::NotAFile, messages::device_file(raw)),
+        _ => err,
+    })?;
     if meta.len() > max {
         return Err(too_large(meta.len()));
     }
@@ -345,10 +343,7 @@ fn read_text(
         });
     }
     let shown = render(window.lines.into_iter(), first, window.total, budget);
-    Ok(TextRead {
-        shown,
-        whole: None,
-    })
+    Ok(TextRead { shown, whole: None })
 }
 
 fn dotted(extension: &str) -> String {

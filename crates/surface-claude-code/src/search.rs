@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use agent_tools::{CallContext, ErrorCode, Services, ToolResult};
-use agent_tools_fs::{GlobArgs as EngineGlob, GrepArgs as EngineGrep, GrepFile, GrepQuery, OutputMode as EngineMode};
+use agent_tools_fs::{
+    GlobArgs as EngineGlob, GrepArgs as EngineGrep, GrepFile, GrepQuery, OutputMode as EngineMode,
+};
 
 use crate::args::{GlobArgs, GrepArgs, OutputMode};
 use crate::messages::{self, plural, thrown};
@@ -115,7 +117,11 @@ impl Page {
     /// neither applied).
     fn apply<T>(&self, entries: Vec<T>) -> (Vec<T>, String) {
         let total = entries.len();
-        let shown: Vec<T> = entries.into_iter().skip(self.skip).take(self.take).collect();
+        let shown: Vec<T> = entries
+            .into_iter()
+            .skip(self.skip)
+            .take(self.take)
+            .collect();
         let mut info = Vec::new();
         if total.saturating_sub(self.skip) > self.take {
             info.push(format!("limit: {}", self.take));
@@ -293,11 +299,20 @@ mod tests {
     #[test]
     fn pages_say_what_cut_them() {
         let page = Page { skip: 0, take: 2 };
-        assert_eq!(page.apply(vec![1, 2, 3]), (vec![1, 2], "limit: 2".to_owned()));
+        assert_eq!(
+            page.apply(vec![1, 2, 3]),
+            (vec![1, 2], "limit: 2".to_owned())
+        );
         assert_eq!(page.apply(vec![1, 2]), (vec![1, 2], String::new()));
         let page = Page { skip: 1, take: 5 };
-        assert_eq!(page.apply(vec![1, 2, 3]), (vec![2, 3], "offset: 1".to_owned()));
+        assert_eq!(
+            page.apply(vec![1, 2, 3]),
+            (vec![2, 3], "offset: 1".to_owned())
+        );
         let page = Page { skip: 1, take: 1 };
-        assert_eq!(page.apply(vec![1, 2, 3]), (vec![2], "limit: 1, offset: 1".to_owned()));
+        assert_eq!(
+            page.apply(vec![1, 2, 3]),
+            (vec![2], "limit: 1, offset: 1".to_owned())
+        );
     }
 }

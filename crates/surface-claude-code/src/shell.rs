@@ -71,9 +71,13 @@ fn signal_code(signal: Option<&str>) -> i32 {
 
 pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<Reply> {
     if args.run_in_background == Some(true) {
-        return background(services, args, call).map(|text| Reply::items(vec![Content::Text(text)]));
+        return background(services, args, call)
+            .map(|text| Reply::items(vec![Content::Text(text)]));
     }
-    let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
+    let timeout = args
+        .timeout
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .min(MAX_TIMEOUT_MS);
     let started = Instant::now();
     let result = agent_tools::run_command(
         services,
@@ -165,13 +169,21 @@ fn bounded(services: &Services, output: String, spills: &[String]) -> ToolResult
             .map(|meta| meta.len())
             .sum::<u64>()
             .max(output.len() as u64);
-        return Ok(messages::persisted_output(size, &spills.join(" and "), &preview));
+        return Ok(messages::persisted_output(
+            size,
+            &spills.join(" and "),
+            &preview,
+        ));
     }
     let (path, shown) = output_file(services, "txt")?;
     services
         .files()
         .update_locked(&path, |_| Ok((Some(output.as_bytes().to_vec()), ())))?;
-    Ok(messages::persisted_output(output.len() as u64, &shown, &preview))
+    Ok(messages::persisted_output(
+        output.len() as u64,
+        &shown,
+        &preview,
+    ))
 }
 
 /// A new file name under [`OUTPUT_DIR`]: unique in this process and
@@ -233,7 +245,10 @@ pub(crate) fn kill_shell(
 ) -> ToolResult<String> {
     let session = session_of(call)?;
     match session.stop_job(&args.shell_id) {
-        None => Err(thrown(ErrorCode::NotFound, messages::no_shell(&args.shell_id))),
+        None => Err(thrown(
+            ErrorCode::NotFound,
+            messages::no_shell(&args.shell_id),
+        )),
         Some((command, Stopped::Killed)) => Ok(messages::shell_killed(&args.shell_id, &command)),
         Some((_, Stopped::AlreadyExited(status))) => {
             let status = match status.code() {

@@ -104,7 +104,11 @@ fn read_pages_with_offset_and_limit_and_says_where_to_go_on() {
     let lines: String = (1..=2001).map(|n| format!("{n}\n")).collect();
     f.write("long.txt", &lines);
     let shown = f.read("long.txt");
-    assert!(shown.contains("  2000\u{2192}2000\n[The file has 2001 lines; lines from 2001 on"), "{}", &shown[shown.len() - 200..]);
+    assert!(
+        shown.contains("  2000\u{2192}2000\n[The file has 2001 lines; lines from 2001 on"),
+        "{}",
+        &shown[shown.len() - 200..]
+    );
 }
 
 #[test]
@@ -130,7 +134,10 @@ fn read_answers_empty_files_and_offsets_past_the_end_with_reminders() {
     );
     f.write("three.txt", "a\nb\nc\n");
     assert_eq!(
-        f.ok("Read", json!({"file_path": f.abs("three.txt"), "offset": 7})),
+        f.ok(
+            "Read",
+            json!({"file_path": f.abs("three.txt"), "offset": 7})
+        ),
         "<system-reminder>Warning: the file exists but is shorter than the provided offset (7). The file has 3 lines.</system-reminder>"
     );
 }
@@ -157,7 +164,10 @@ fn a_large_file_needs_limit_and_is_then_streamed() {
         " 20000\u{2192}row 00020000\n 20001\u{2192}row 00020001\n[The file has 40000 lines; lines from 20002 on are not shown. Call Read with offset=20002 to continue.]"
     );
     assert_eq!(
-        f.ok("Read", json!({"file_path": f.abs("big.txt"), "offset": 50_000, "limit": 5})),
+        f.ok(
+            "Read",
+            json!({"file_path": f.abs("big.txt"), "offset": 50_000, "limit": 5})
+        ),
         "<system-reminder>Warning: the file exists but is shorter than the provided offset (50000). The file has 40000 lines.</system-reminder>"
     );
 }
@@ -187,7 +197,10 @@ fn read_refuses_missing_files_with_a_suggestion_and_odd_paths() {
     std::fs::create_dir(f.dir.path().join("sub")).unwrap();
     assert_eq!(
         f.err("Read", json!({"file_path": f.abs("sub")})),
-        format!("EISDIR: illegal operation on a directory, read '{}'", f.abs("sub"))
+        format!(
+            "EISDIR: illegal operation on a directory, read '{}'",
+            f.abs("sub")
+        )
     );
     nix::unistd::mkfifo(
         &f.dir.path().join("pipe"),
@@ -250,9 +263,15 @@ fn images_come_back_as_image_content() {
 #[test]
 fn pdfs_and_notebooks_are_read_as_text() {
     let f = fixture();
-    f.write("doc.pdf", crate::pdf::tests::make_pdf(&[Some("Quarterly report")]));
+    f.write(
+        "doc.pdf",
+        crate::pdf::tests::make_pdf(&[Some("Quarterly report")]),
+    );
     let shown = f.read("doc.pdf");
-    assert!(shown.starts_with(&format!("PDF file read: {} (", f.abs("doc.pdf"))), "{shown}");
+    assert!(
+        shown.starts_with(&format!("PDF file read: {} (", f.abs("doc.pdf"))),
+        "{shown}"
+    );
     assert!(shown.contains("Quarterly report"), "{shown}");
     assert_eq!(
         f.err("Read", json!({"file_path": f.abs("doc.pdf"), "pages": "x"})),
@@ -279,17 +298,29 @@ fn write_creates_files_with_parents_exactly_and_overwrites_after_a_read() {
     assert_eq!(f.content("deep/er/new.txt"), "a\r\nb");
     f.write("old.txt", "old");
     assert_eq!(
-        f.err("Write", json!({"file_path": f.abs("old.txt"), "content": "new"})),
+        f.err(
+            "Write",
+            json!({"file_path": f.abs("old.txt"), "content": "new"})
+        ),
         wrapped("File has not been read yet. Read it first before writing to it.")
     );
     assert_eq!(f.content("old.txt"), "old");
     f.read("old.txt");
     assert_eq!(
-        f.ok("Write", json!({"file_path": f.abs("old.txt"), "content": "new"})),
-        format!("The file {} has been updated successfully.", f.abs("old.txt"))
+        f.ok(
+            "Write",
+            json!({"file_path": f.abs("old.txt"), "content": "new"})
+        ),
+        format!(
+            "The file {} has been updated successfully.",
+            f.abs("old.txt")
+        )
     );
     // The write refreshed the record: a second write needs no new read.
-    f.ok("Write", json!({"file_path": f.abs("old.txt"), "content": "newer"}));
+    f.ok(
+        "Write",
+        json!({"file_path": f.abs("old.txt"), "content": "newer"}),
+    );
     assert_eq!(f.content("old.txt"), "newer");
 }
 
@@ -300,23 +331,35 @@ fn a_change_on_disk_since_the_read_is_refused_and_a_touch_is_not() {
     f.read("a.txt");
     f.set_mtime("a.txt", 100);
     // Only the time moved: the content is what was read.
-    f.ok("Edit", json!({"file_path": f.abs("a.txt"), "old_string": "one", "new_string": "two"}));
+    f.ok(
+        "Edit",
+        json!({"file_path": f.abs("a.txt"), "old_string": "one", "new_string": "two"}),
+    );
     f.write("a.txt", "changed elsewhere\n");
     f.set_mtime("a.txt", 50);
     let refusal = wrapped(
         "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.",
     );
     assert_eq!(
-        f.err("Edit", json!({"file_path": f.abs("a.txt"), "old_string": "changed", "new_string": "x"})),
+        f.err(
+            "Edit",
+            json!({"file_path": f.abs("a.txt"), "old_string": "changed", "new_string": "x"})
+        ),
         refusal
     );
     assert_eq!(
-        f.err("Write", json!({"file_path": f.abs("a.txt"), "content": "x"})),
+        f.err(
+            "Write",
+            json!({"file_path": f.abs("a.txt"), "content": "x"})
+        ),
         refusal
     );
     assert_eq!(f.content("a.txt"), "changed elsewhere\n");
     f.read("a.txt");
-    f.ok("Write", json!({"file_path": f.abs("a.txt"), "content": "x"}));
+    f.ok(
+        "Write",
+        json!({"file_path": f.abs("a.txt"), "content": "x"}),
+    );
 }
 
 #[test]
@@ -343,49 +386,82 @@ fn edit_checks_in_claude_codes_order_with_its_messages() {
     let f = fixture();
     let a = f.abs("a.txt");
     assert_eq!(
-        f.err("Edit", json!({"file_path": a, "old_string": "x", "new_string": "x"})),
+        f.err(
+            "Edit",
+            json!({"file_path": a, "old_string": "x", "new_string": "x"})
+        ),
         wrapped("No changes to make: old_string and new_string are exactly the same.")
     );
     assert_eq!(
-        f.err("Edit", json!({"file_path": a, "old_string": "x", "new_string": "y"})),
+        f.err(
+            "Edit",
+            json!({"file_path": a, "old_string": "x", "new_string": "y"})
+        ),
         wrapped("File does not exist.")
     );
     assert_eq!(
-        f.ok("Edit", json!({"file_path": a, "old_string": "", "new_string": "created\n"})),
+        f.ok(
+            "Edit",
+            json!({"file_path": a, "old_string": "", "new_string": "created\n"})
+        ),
         format!("The file {a} has been updated successfully.")
     );
     assert_eq!(f.content("a.txt"), "created\n");
     assert_eq!(
-        f.err("Edit", json!({"file_path": a, "old_string": "", "new_string": "again"})),
+        f.err(
+            "Edit",
+            json!({"file_path": a, "old_string": "", "new_string": "again"})
+        ),
         wrapped("Cannot create new file - file already exists.")
     );
     f.write("n.ipynb", "{}");
     assert_eq!(
-        f.err("Edit", json!({"file_path": f.abs("n.ipynb"), "old_string": "{", "new_string": "["})),
+        f.err(
+            "Edit",
+            json!({"file_path": f.abs("n.ipynb"), "old_string": "{", "new_string": "["})
+        ),
         wrapped("File is a Jupyter Notebook. Use the NotebookEdit to edit this file.")
     );
     f.write("b.txt", "alpha beta alpha\n");
     let b = f.abs("b.txt");
     assert_eq!(
-        f.err("Edit", json!({"file_path": b, "old_string": "beta", "new_string": "gamma"})),
+        f.err(
+            "Edit",
+            json!({"file_path": b, "old_string": "beta", "new_string": "gamma"})
+        ),
         wrapped("File has not been read yet. Read it first before writing to it.")
     );
     f.read("b.txt");
-    let not_found = f.err("Edit", json!({"file_path": b, "old_string": "delta", "new_string": "x"}));
+    let not_found = f.err(
+        "Edit",
+        json!({"file_path": b, "old_string": "delta", "new_string": "x"}),
+    );
     assert!(
-        not_found.starts_with("<tool_use_error>String to replace not found in file.\nString: delta"),
+        not_found
+            .starts_with("<tool_use_error>String to replace not found in file.\nString: delta"),
         "{not_found}"
     );
     assert_eq!(
-        f.err("Edit", json!({"file_path": b, "old_string": "alpha", "new_string": "x"})),
-        wrapped("Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: alpha")
+        f.err(
+            "Edit",
+            json!({"file_path": b, "old_string": "alpha", "new_string": "x"})
+        ),
+        wrapped(
+            "Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: alpha"
+        )
     );
     assert_eq!(
-        f.ok("Edit", json!({"file_path": b, "old_string": "beta", "new_string": "gamma"})),
+        f.ok(
+            "Edit",
+            json!({"file_path": b, "old_string": "beta", "new_string": "gamma"})
+        ),
         format!("The file {b} has been updated successfully.")
     );
     assert_eq!(
-        f.ok("Edit", json!({"file_path": b, "old_string": "alpha", "new_string": "x", "replace_all": true})),
+        f.ok(
+            "Edit",
+            json!({"file_path": b, "old_string": "alpha", "new_string": "x", "replace_all": true})
+        ),
         format!("The file {b} has been updated. All occurrences were successfully replaced.")
     );
     assert_eq!(f.content("b.txt"), "x gamma x\n");
@@ -394,13 +470,19 @@ fn edit_checks_in_claude_codes_order_with_its_messages() {
 #[test]
 fn a_not_found_edit_points_to_the_closest_region() {
     let f = fixture();
-    f.write("src.rs", "fn main() {\n    let total = 1;\n    println!(\"{total}\");\n}\n");
+    f.write(
+        "src.rs",
+        "fn main() {\n    let total = 1;\n    println!(\"{total}\");\n}\n",
+    );
     f.read("src.rs");
     let text = f.err(
         "Edit",
         json!({"file_path": f.abs("src.rs"), "old_string": "    let totl = 1;", "new_string": "x"}),
     );
-    assert!(text.contains("\n\nThe closest region of the file:\n- line 2, "), "{text}");
+    assert!(
+        text.contains("\n\nThe closest region of the file:\n- line 2, "),
+        "{text}"
+    );
     assert!(text.contains("+    let total = 1;"), "{text}");
 }
 
@@ -411,26 +493,37 @@ fn multi_edit_is_all_or_nothing_and_names_the_failing_edit() {
     let m = f.abs("m.txt");
     f.read("m.txt");
     assert_eq!(
-        f.err("MultiEdit", json!({"file_path": m, "edits": [
-            {"old_string": "one", "new_string": "1"},
-            {"old_string": "four", "new_string": "4"}
-        ]})),
-        wrapped("Edit 2 of 2 failed, so no edit was applied: String to replace not found in file.\nString: four\n\nNo part of the file is close to it; read the file again to see its current content.")
+        f.err(
+            "MultiEdit",
+            json!({"file_path": m, "edits": [
+                {"old_string": "one", "new_string": "1"},
+                {"old_string": "four", "new_string": "4"}
+            ]})
+        ),
+        wrapped(
+            "Edit 2 of 2 failed, so no edit was applied: String to replace not found in file.\nString: four\n\nNo part of the file is close to it; read the file again to see its current content."
+        )
     );
     assert_eq!(f.content("m.txt"), "one two three\n");
     assert_eq!(
-        f.ok("MultiEdit", json!({"file_path": m, "edits": [
-            {"old_string": "one", "new_string": "1"},
-            {"old_string": "1 two", "new_string": "1 2"}
-        ]})),
+        f.ok(
+            "MultiEdit",
+            json!({"file_path": m, "edits": [
+                {"old_string": "one", "new_string": "1"},
+                {"old_string": "1 two", "new_string": "1 2"}
+            ]})
+        ),
         format!("The file {m} has been updated successfully with 2 edits.")
     );
     assert_eq!(f.content("m.txt"), "1 2 three\n");
     let created = f.abs("fresh.txt");
-    f.ok("MultiEdit", json!({"file_path": created, "edits": [
-        {"old_string": "", "new_string": "a b"},
-        {"old_string": "b", "new_string": "c"}
-    ]}));
+    f.ok(
+        "MultiEdit",
+        json!({"file_path": created, "edits": [
+            {"old_string": "", "new_string": "a b"},
+            {"old_string": "b", "new_string": "c"}
+        ]}),
+    );
     assert_eq!(f.content("fresh.txt"), "a c");
 }
 
@@ -449,7 +542,13 @@ fn glob_lists_oldest_first_with_hidden_and_ignored_files() {
     f.set_mtime(".hidden/h.rs", 100);
     assert_eq!(
         f.ok("Glob", json!({"pattern": "**/*.rs"})),
-        [f.abs("old.rs"), f.abs("ignored.rs"), f.abs(".hidden/h.rs"), f.abs("new.rs")].join("\n")
+        [
+            f.abs("old.rs"),
+            f.abs("ignored.rs"),
+            f.abs(".hidden/h.rs"),
+            f.abs("new.rs")
+        ]
+        .join("\n")
     );
     assert_eq!(f.ok("Glob", json!({"pattern": "*.py"})), "No files found");
     assert_eq!(
@@ -493,19 +592,31 @@ fn grep_answers_in_claude_codes_forms() {
     assert_eq!(f.ok("Grep", json!({"pattern": "zeta"})), "No files found");
     let a = f.abs("a.rs");
     assert_eq!(
-        f.ok("Grep", json!({"pattern": "fn", "output_mode": "content", "path": a})),
+        f.ok(
+            "Grep",
+            json!({"pattern": "fn", "output_mode": "content", "path": a})
+        ),
         format!("{a}:1:fn alpha() {{}}\n{a}:3:fn beta() {{}}")
     );
     assert_eq!(
-        f.ok("Grep", json!({"pattern": "beta", "output_mode": "content", "path": a, "-B": 1, "-n": false})),
+        f.ok(
+            "Grep",
+            json!({"pattern": "beta", "output_mode": "content", "path": a, "-B": 1, "-n": false})
+        ),
         format!("{a}-let x = 1;\n{a}:fn beta() {{}}")
     );
     assert_eq!(
-        f.ok("Grep", json!({"pattern": "fn \\w+", "output_mode": "content", "path": a, "-o": true})),
+        f.ok(
+            "Grep",
+            json!({"pattern": "fn \\w+", "output_mode": "content", "path": a, "-o": true})
+        ),
         format!("{a}:1:fn alpha\n{a}:3:fn beta")
     );
     assert_eq!(
-        f.ok("Grep", json!({"pattern": "fn", "output_mode": "content", "path": a, "head_limit": 1})),
+        f.ok(
+            "Grep",
+            json!({"pattern": "fn", "output_mode": "content", "path": a, "head_limit": 1})
+        ),
         format!("{a}:1:fn alpha() {{}}\n\n[Showing results with pagination = limit: 1]")
     );
     assert_eq!(
@@ -521,8 +632,14 @@ fn grep_answers_in_claude_codes_forms() {
         )
     );
     assert_eq!(
-        f.ok("Grep", json!({"pattern": "fn|def", "output_mode": "count", "head_limit": 1})),
-        format!("{}:2\n\nFound 2 total occurrences across 1 file. with pagination = limit: 1", f.abs("a.rs"))
+        f.ok(
+            "Grep",
+            json!({"pattern": "fn|def", "output_mode": "count", "head_limit": 1})
+        ),
+        format!(
+            "{}:2\n\nFound 2 total occurrences across 1 file. with pagination = limit: 1",
+            f.abs("a.rs")
+        )
     );
     assert_eq!(
         f.err("Grep", json!({"pattern": "x", "path": f.abs("gone")})),
@@ -536,7 +653,10 @@ fn grep_answers_in_claude_codes_forms() {
 fn bash_joins_output_and_reports_exit_codes() {
     let f = fixture();
     assert_eq!(
-        f.ok("Bash", json!({"command": "echo out; echo err >&2", "description": "print"})),
+        f.ok(
+            "Bash",
+            json!({"command": "echo out; echo err >&2", "description": "print"})
+        ),
         "out\nerr"
     );
     assert_eq!(
@@ -544,7 +664,10 @@ fn bash_joins_output_and_reports_exit_codes() {
         "Exit code 3\nfailing"
     );
     let text = f.ok("Bash", json!({"command": "yes 0123456789 | head -c 40000"}));
-    assert!(text.starts_with("<persisted-output>\nOutput too large (39.1KB). Full output saved to: "), "{text}");
+    assert!(
+        text.starts_with("<persisted-output>\nOutput too large (39.1KB). Full output saved to: "),
+        "{text}"
+    );
     assert!(text.ends_with("\n...\n</persisted-output>"), "{text}");
     let saved = text
         .lines()
@@ -603,15 +726,26 @@ fn notebook_edit_needs_a_read_and_rewrites_the_cell() {
     assert_eq!(saved["cells"][0]["source"], "x = 2");
     assert_eq!(saved["cells"][0]["execution_count"], Value::Null);
     assert_eq!(
-        f.err("NotebookEdit", json!({"notebook_path": f.abs("a.txt"), "new_source": "x"})),
-        wrapped("File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.")
+        f.err(
+            "NotebookEdit",
+            json!({"notebook_path": f.abs("a.txt"), "new_source": "x"})
+        ),
+        wrapped(
+            "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool."
+        )
     );
     assert_eq!(
-        f.err("NotebookEdit", json!({"notebook_path": n, "new_source": "x", "edit_mode": "insert"})),
+        f.err(
+            "NotebookEdit",
+            json!({"notebook_path": n, "new_source": "x", "edit_mode": "insert"})
+        ),
         wrapped("Cell type is required when using edit_mode=insert.")
     );
     assert_eq!(
-        f.err("NotebookEdit", json!({"notebook_path": f.abs("gone.ipynb"), "cell_id": "a", "new_source": "x"})),
+        f.err(
+            "NotebookEdit",
+            json!({"notebook_path": f.abs("gone.ipynb"), "cell_id": "a", "new_source": "x"})
+        ),
         wrapped("Notebook file does not exist.")
     );
 }
@@ -630,7 +764,10 @@ fn schema_violations_are_worded_like_claude_codes() {
         "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe parameter `file_path` type is expected as `string` but provided as `integer`</tool_use_error>"
     );
     assert_eq!(
-        f.err("Edit", json!({"file_path": "/x", "old_string": "a", "new_string": "b", "bogus": 1})),
+        f.err(
+            "Edit",
+            json!({"file_path": "/x", "old_string": "a", "new_string": "b", "bogus": 1})
+        ),
         "<tool_use_error>InputValidationError: Edit failed due to the following issue:\nAn unexpected parameter `bogus` was provided</tool_use_error>"
     );
     assert_eq!(
@@ -652,7 +789,17 @@ fn every_tool_is_offered_with_a_title_and_truthful_hints() {
         .collect();
     assert_eq!(
         names,
-        ["Read", "Glob", "Grep", "Write", "Edit", "MultiEdit", "NotebookEdit", "Bash", "KillShell"]
+        [
+            "Read",
+            "Glob",
+            "Grep",
+            "Write",
+            "Edit",
+            "MultiEdit",
+            "NotebookEdit",
+            "Bash",
+            "KillShell"
+        ]
     );
     for tool in ClaudeCodeSurface.tools() {
         let hints = tool.spec().hints();

@@ -20,7 +20,9 @@ use crate::report::Table;
 const WINDOW: u64 = 100;
 
 fn surface(root: &std::path::Path, max_file_bytes: u64) -> Result<AgentTools> {
-    let config = Config::builder(root).max_file_bytes(max_file_bytes).build()?;
+    let config = Config::builder(root)
+        .max_file_bytes(max_file_bytes)
+        .build()?;
     Ok(AgentTools::with_surface(config, ClaudeCodeSurface)?)
 }
 
