@@ -157,9 +157,19 @@ impl FileTools {
             Some(_) => Some(ws.metadata(path)?),
             None => None,
         };
-        let stamp =
-            crate::atomic::replace_expecting(ws, path, &[&new], existing.as_ref(), expected)?;
-        Ok((value, Some(Seen::new(stamp.modified(), Some(&new)))))
+        // The digest of what is written is computed on a second thread
+        // while the write (and its flush to disk) runs.
+        let (written, digest) = std::thread::scope(|scope| {
+            let hashing = scope.spawn(|| digest(&new));
+            let written =
+                crate::atomic::replace_expecting(ws, path, &[&new], existing.as_ref(), expected);
+            (written, hashing.join().ok())
+        });
+        let seen = Seen {
+            modified: written?.modified(),
+            digest,
+        };
+        Ok((value, Some(seen)))
     }
 }
 

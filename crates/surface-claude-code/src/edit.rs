@@ -142,20 +142,24 @@ fn edit_file(
             return Err(check(ErrorCode::InvalidInput, messages::USE_NOTEBOOK_EDIT));
         }
         require_fresh_read(session, &path, now)?;
-        let mut text = text.to_owned();
+        // The first edit works on the file's text as read, later ones on
+        // the result of the one before: no copy of the file is made first.
+        let mut edited: Option<String> = None;
         for (index, item) in edits.iter().enumerate() {
-            text = if item.old_string.is_empty() && text.trim().is_empty() {
+            let current = edited.as_deref().unwrap_or(text);
+            edited = Some(if item.old_string.is_empty() && current.trim().is_empty() {
                 // An empty (or blank) file takes new_string whole.
                 item.new_string.clone()
             } else {
-                apply(&text, item).map_err(|err| named(index, err))?
-            };
+                apply(current, item).map_err(|err| named(index, err))?
+            });
         }
-        let mut bytes = Vec::with_capacity(text.len() + UTF8_BOM.len());
-        if bom {
-            bytes.extend_from_slice(UTF8_BOM);
-        }
-        bytes.extend_from_slice(text.as_bytes());
+        let edited = edited.unwrap_or_else(|| text.to_owned()).into_bytes();
+        let bytes = if bom {
+            [UTF8_BOM, &edited].concat()
+        } else {
+            edited
+        };
         Ok((Some(bytes), ()))
     })?;
     if let Some(seen) = seen {

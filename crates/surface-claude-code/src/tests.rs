@@ -809,3 +809,126 @@ fn every_tool_is_offered_with_a_title_and_truthful_hints() {
     }
     assert!(Path::new(OUTPUT_DIR).starts_with(".agent-tools"));
 }
+
+// The remaining refusals.
+
+fn small_fixture(max_file_bytes: u64) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::builder(dir.path())
+        .max_file_bytes(max_file_bytes)
+        .build()
+        .unwrap();
+    let tools = AgentTools::with_surface(config, ClaudeCodeSurface).unwrap();
+    Fixture { dir, tools }
+}
+
+#[test]
+fn files_over_the_limit_are_refused_in_claude_codes_words() {
+    let f = small_fixture(1024);
+    f.write("big.txt", "x\n".repeat(1000));
+    assert_eq!(
+        f.err(
+            "Edit",
+            json!({"file_path": f.abs("big.txt"), "old_string": "x", "new_string": "y"})
+        ),
+        wrapped("File is too large to edit (2KB). Maximum editable file size is 1KB.")
+    );
+    f.write("big.png", vec![1u8; 2000]);
+    assert_eq!(
+        f.err("Read", json!({"file_path": f.abs("big.png")})),
+        format!(
+            "Image file {} is 2KB, over the 1KB this server reads at once.",
+            f.abs("big.png")
+        )
+    );
+}
+
+#[test]
+fn edits_refuse_files_that_are_not_utf8() {
+    let f = fixture();
+    f.write("latin1.txt", b"caf\xe9\n");
+    f.read("latin1.txt");
+    assert_eq!(
+        f.err(
+            "Edit",
+            json!({"file_path": f.abs("latin1.txt"), "old_string": "caf", "new_string": "tea"})
+        ),
+        wrapped(
+            "This tool edits UTF-8 text files only; the file is not valid UTF-8 (or is UTF-16). Replace it whole with Write instead."
+        )
+    );
+    assert_eq!(
+        std::fs::read(f.dir.path().join("latin1.txt")).unwrap(),
+        b"caf\xe9\n"
+    );
+}
+
+#[test]
+fn a_notebook_too_big_to_show_says_how_to_read_it() {
+    let f = fixture();
+    let cells: Vec<Value> = (0..40)
+        .map(|n| json!({"cell_type": "code", "id": format!("c{n}"), "metadata": {}, "source": "y".repeat(8000), "outputs": []}))
+        .collect();
+    let notebook = json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
+    f.write("big.ipynb", serde_json::to_vec(&notebook).unwrap());
+    let text = f.err("Read", json!({"file_path": f.abs("big.ipynb")}));
+    assert!(
+        text.starts_with("<tool_use_error>Notebook content (")
+            && text.contains("exceeds maximum allowed size (256KB). Use Bash with jq to read specific portions:\n  cat \""),
+        "{text}"
+    );
+}
+
+#[test]
+fn bash_timeouts_say_so_and_finished_background_commands_report_their_exit() {
+    let f = fixture();
+    let text = f.err(
+        "Bash",
+        json!({"command": "echo before; sleep 20", "timeout": 300}),
+    );
+    assert!(
+        text.starts_with("before\n<error>Command timed out after "),
+        "{text}"
+    );
+    assert!(text.ends_with(" ms and was stopped</error>"), "{text}");
+    // The reaper records the exit shortly after the shell ends; a try that
+    // came too early stopped the command instead, and the next one waits
+    // longer.
+    for attempt in 1..=10u64 {
+        f.ok(
+            "Bash",
+            json!({"command": "exit 4", "run_in_background": true}),
+        );
+        std::thread::sleep(Duration::from_millis(100 * attempt));
+        let id = format!("bash_{attempt}");
+        let answer = f.ok("KillShell", json!({"shell_id": id}));
+        if answer.starts_with(&format!("Shell {id} had already finished")) {
+            assert_eq!(
+                answer,
+                format!(
+                    "Shell {id} had already finished (exit code 4); whatever it left running was stopped."
+                )
+            );
+            return;
+        }
+    }
+    panic!("no background command was seen to finish");
+}
+
+#[test]
+fn a_session_runs_a_bounded_number_of_background_commands() {
+    let f = fixture();
+    for _ in 0..MAX_BACKGROUND_JOBS {
+        f.ok(
+            "Bash",
+            json!({"command": "sleep 30", "run_in_background": true}),
+        );
+    }
+    assert_eq!(
+        f.err(
+            "Bash",
+            json!({"command": "sleep 30", "run_in_background": true})
+        ),
+        "32 background commands are already running in this session; stop one with KillShell first."
+    );
+}
