@@ -483,7 +483,10 @@ mod tests {
         );
         assert_eq!(surface("codex").unwrap().name(), "codex");
         let err = surface("nope").unwrap_err();
-        assert_eq!(err.known, ["agent-tools", "codex", "filesystem"]);
+        assert_eq!(
+            err.known,
+            ["agent-tools", "codex", "filesystem", "claude-code"]
+        );
         assert!(
             err.to_string()
                 .contains("known surfaces are: agent-tools, codex, filesystem, claude-code"),
