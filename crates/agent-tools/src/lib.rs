@@ -68,7 +68,7 @@ pub use result::{
     CallOutcome, CallResult, Cause, Content, DispatchResult, ProtocolError, Reply, ResourceBody,
 };
 pub use services::Services;
-pub use surface::{Failure, Stage, Surface, offered_specs};
+pub use surface::{Failure, Issue, Stage, Surface, offered_specs};
 pub use tools::{
     CommandLine, DEFAULT_SURFACE, DefaultSurface, SPILL_DIR, apply_patch_text, run_command,
 };

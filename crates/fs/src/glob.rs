@@ -21,8 +21,33 @@ impl FileTools {
 
     /// [`glob`](Self::glob), stopping with an error once `cancel` is set.
     pub fn glob_with(&self, args: &GlobArgs, cancel: &AtomicBool) -> ToolResult<String> {
-        let ws = self.workspace();
         page::check_limit(args.limit)?;
+        let found = self.glob_files(args, cancel)?;
+        let note = found.note;
+        let mut files = found.files;
+        if files.is_empty() {
+            return Ok(format!("{NO_MATCHES}{}", with_newline_before(&note)));
+        }
+        files.sort_unstable_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| a.shown.cmp(&b.shown))
+        });
+        let lines: Vec<String> = files.into_iter().map(|file| file.shown + "\n").collect();
+        Ok(page::render(
+            lines.iter().map(String::as_str),
+            args.offset,
+            args.limit,
+            self.limits().max_output_bytes,
+            &note,
+        ))
+    }
+
+    /// The files `glob` finds, unsorted and unpaged, each with its
+    /// modification time, for callers that order and print them their own
+    /// way (`offset` and `limit` of `args` are not used).
+    pub fn glob_files(&self, args: &GlobArgs, cancel: &AtomicBool) -> ToolResult<GlobFound> {
+        let ws = self.workspace();
         let base = ws.resolve_dir(args.path.as_deref(), "glob searches a directory")?;
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
@@ -47,8 +72,11 @@ impl FileTools {
                         .ok()
                         .and_then(|m| m.modified().ok())
                         .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
-                    sink.found
-                        .push((modified, quote_text(entry.shown).into_owned()));
+                    sink.found.push(GlobFile {
+                        shown: quote_text(entry.shown).into_owned(),
+                        rel: entry.rel.to_owned(),
+                        modified,
+                    });
                 }
                 Flow::Continue
             },
@@ -56,20 +84,11 @@ impl FileTools {
         if walked.cancelled {
             return Err(cancelled());
         }
-        let mut found = walked.found;
         let note = skipped_note(&mut walked.skipped);
-        if found.is_empty() {
-            return Ok(format!("{NO_MATCHES}{}", with_newline_before(&note)));
-        }
-        found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let lines: Vec<String> = found.into_iter().map(|(_, path)| path + "\n").collect();
-        Ok(page::render(
-            lines.iter().map(String::as_str),
-            args.offset,
-            args.limit,
-            self.limits().max_output_bytes,
-            &note,
-        ))
+        Ok(GlobFound {
+            files: walked.found,
+            note,
+        })
     }
 }
 
@@ -84,6 +103,27 @@ pub(crate) fn compile(pattern: &str, shown: &str) -> ToolResult<globset::Glob> {
         .map_err(|err| {
             ToolError::invalid_input(format!("bad glob pattern {shown:?}: {}", err.kind()))
         })
+}
+
+/// A file `glob` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobFile {
+    /// Its path as `glob` prints it: relative to the root, quoted when it
+    /// holds odd characters.
+    pub shown: String,
+    /// Its path relative to the directory searched, `/`-separated, raw.
+    pub rel: String,
+    /// Its modification time (the epoch when it could not be read).
+    pub modified: SystemTime,
+}
+
+/// What [`FileTools::glob_files`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobFound {
+    /// The files, in no particular order.
+    pub files: Vec<GlobFile>,
+    /// The note naming what the walk could not look at, or empty.
+    pub note: String,
 }
 
 fn with_newline_before(note: &str) -> String {

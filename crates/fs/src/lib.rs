@@ -37,6 +37,7 @@ mod lock;
 mod newlines;
 mod page;
 mod read;
+mod stale;
 pub mod tolerant;
 mod walk;
 mod write;
@@ -46,9 +47,14 @@ pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
     rename_new, stage_replace, sync_all_parallel,
 };
+pub use edit::closest_regions_note;
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
+pub use glob::{GlobFile, GlobFound};
+pub use grep::{GrepFile, GrepFound, GrepLine, GrepQuery};
 pub use lock::FileLocks;
 pub use read::LineSpan;
+pub use read::LineWindow;
+pub use stale::{ContentDigest, Seen, Snapshot, digest};
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a
 /// temporary file beside it, flushed, renamed over it, all beneath the

@@ -11,6 +11,7 @@ use crate::measure::{fs_type, tool_version};
 use crate::report::{Table, count};
 use crate::{BenchArgs, Group};
 
+mod claude;
 mod codex;
 mod edit;
 mod mcp;
@@ -107,6 +108,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Bash) {
         emit(shell::bash(&ctx)?);
+    }
+    if args.wants(Group::Claude) {
+        emit(claude::read_window(&ctx)?);
+        emit(claude::edit(&ctx)?);
     }
 
     let out = match &args.out {
