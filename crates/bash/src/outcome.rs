@@ -42,6 +42,12 @@ pub struct RunOutcome {
     /// Invalid UTF-8 in the inline output was replaced.
     #[serde(skip_serializing_if = "is_false")]
     pub lossy: bool,
+    /// The command ran in a sandbox, failed, and its inline output holds a
+    /// refusal message (`Permission denied`, `Connection refused`, ...):
+    /// the sandbox **may** have refused it something. A hint for the
+    /// caller to pass on, not part of the JSON shape (callers word it).
+    #[serde(skip)]
+    pub maybe_sandbox_refusal: bool,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -111,6 +117,7 @@ mod tests {
             stderr_spill: None,
             truncated: true,
             lossy: true,
+            maybe_sandbox_refusal: true,
         };
         assert_eq!(outcome.to_json(), serde_json::to_value(&outcome).unwrap());
         let plain = RunOutcome {

@@ -113,10 +113,20 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
             command
                 .args(launcher.args())
                 .arg(crate::launcher::PARENT_PID_ARG)
-                .arg(std::process::id().to_string())
-                .arg("--")
-                .arg(program);
+                .arg(std::process::id().to_string());
+            if let Some(policy) = req.sandbox() {
+                command.args(policy.to_args());
+            }
+            command.arg("--").arg(program);
             command
+        }
+        // The policy is put in force by the launcher, between fork and
+        // exec; without one there is nowhere to do it (safely).
+        None if req.sandbox().is_some() => {
+            return Err(ToolError::new(
+                ErrorCode::InvalidInput,
+                "a sandboxed command needs a launcher to apply the sandbox; none was given",
+            ));
         }
         None => Command::new(program),
     };
@@ -462,6 +472,10 @@ impl Pump<'_> {
         let out = out.finish().map_err(io_err)?;
         let err = err.finish().map_err(io_err)?;
         let mut outcome = assemble(out, err, status);
+        outcome.maybe_sandbox_refusal = self.req.sandbox().is_some()
+            && outcome.exit_code != Some(0)
+            && (agent_tools_sandbox::mentions_refusal(&outcome.stderr)
+                || agent_tools_sandbox::mentions_refusal(&outcome.stdout));
         let Some(reason) = kill else {
             if status.is_none() {
                 return Err(ToolError::internal(
@@ -526,6 +540,7 @@ fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutc
         stderr_spill: err.spill,
         truncated,
         lossy: out.lossy || err.lossy,
+        maybe_sandbox_refusal: false,
     }
 }
 
