@@ -56,10 +56,13 @@ mod dispatch;
 pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+pub use agent_tools_sandbox::{
+    Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI,
+};
 pub use catalog::SurfaceChoice;
 pub use config::{
-    Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES, StartupError,
+    ActiveSandbox, CommandSandbox, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS,
+    DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;

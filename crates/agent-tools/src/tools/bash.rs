@@ -103,6 +103,9 @@ pub fn run_command(
     if let Some(launcher) = config.bash_launcher() {
         request = request.with_launcher(launcher.clone());
     }
+    if let Some(sandbox) = config.sandbox() {
+        request = request.with_sandbox(sandbox.policy().clone());
+    }
     agent_tools_bash::run(&request, call.cancel.flag())
 }
 
@@ -150,6 +153,16 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
             let Value::Object(mut object) = outcome.to_json() else {
                 return Err(ToolError::internal("a run outcome is not a JSON object"));
             };
+            if let Some(sandbox) = services
+                .config
+                .sandbox()
+                .filter(|_| outcome.maybe_sandbox_refusal)
+            {
+                object.insert(
+                    SANDBOX_NOTE_FIELD.into(),
+                    Value::String(sandbox_note(sandbox.policy())),
+                );
+            }
             fit_streams(&mut object, max_output, &spiller, |o| {
                 Value::Object(o.clone()).to_string().len()
             })?;
@@ -173,6 +186,29 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
         }
         Err(err) => Err(err),
     }
+}
+
+/// The field of a `bash` result that says the sandbox may have refused the
+/// command something.
+pub(crate) const SANDBOX_NOTE_FIELD: &str = "sandbox";
+
+/// One sentence for the model: what the sandbox allows, so that it does
+/// not retry a refused write or connection blindly. "may": the refusal is
+/// read from the command's messages, not known.
+fn sandbox_note(policy: &agent_tools_sandbox::SandboxPolicy) -> String {
+    let writes = if policy.writable().is_empty() {
+        "nowhere in the workspace (it is read-only)"
+    } else {
+        "only inside the workspace"
+    };
+    let network = if policy.network() {
+        ""
+    } else {
+        "; the network is off"
+    };
+    format!(
+        "the sandbox may have refused this: commands can write {writes}, in $TMPDIR and to /dev/null and the terminals{network}"
+    )
 }
 
 /// Spill files are created through the workspace's directory handle, by
