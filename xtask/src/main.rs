@@ -77,6 +77,8 @@ pub enum Group {
     Codex,
     /// the bash tool vs a bare sh spawn.
     Bash,
+    /// `true` through the bash tool with the command sandbox vs without.
+    Sandbox,
 }
 
 impl BenchArgs {

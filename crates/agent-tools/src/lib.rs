@@ -57,7 +57,7 @@ pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 pub use agent_tools_sandbox::{
-    Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI,
+    Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI, landlock_abi,
 };
 pub use catalog::SurfaceChoice;
 pub use config::{

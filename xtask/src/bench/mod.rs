@@ -15,6 +15,7 @@ mod codex;
 mod edit;
 mod mcp;
 mod patch;
+mod sandbox;
 mod search;
 mod shell;
 mod tail;
@@ -49,7 +50,7 @@ impl Ctx<'_> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let started = Instant::now();
     let target = crate::target_dir()?;
-    let needs_exe = [Group::Grep, Group::Glob, Group::Mcp, Group::Tail]
+    let needs_exe = [Group::Grep, Group::Glob, Group::Mcp, Group::Tail, Group::Sandbox]
         .iter()
         .any(|g| args.wants(*g));
     let exe = if needs_exe {
@@ -107,6 +108,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Bash) {
         emit(shell::bash(&ctx)?);
+    }
+    if args.wants(Group::Sandbox) {
+        emit(sandbox::sandbox(&ctx)?);
     }
 
     let out = match &args.out {
