@@ -254,10 +254,7 @@ impl SandboxPolicy {
                 .map(PathBuf::from)
                 .ok_or_else(|| PolicyError::MalformedArgs(format!("{flag} needs a path")))
         };
-        loop {
-            let Some(flag) = args.peek().map(OsString::as_os_str) else {
-                break;
-            };
+        while let Some(flag) = args.peek().map(OsString::as_os_str) {
             if flag == OsStr::new(WRITE_ARG) {
                 args.next();
                 writable.push(value(args, WRITE_ARG)?);

@@ -50,9 +50,15 @@ impl Ctx<'_> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let started = Instant::now();
     let target = crate::target_dir()?;
-    let needs_exe = [Group::Grep, Group::Glob, Group::Mcp, Group::Tail, Group::Sandbox]
-        .iter()
-        .any(|g| args.wants(*g));
+    let needs_exe = [
+        Group::Grep,
+        Group::Glob,
+        Group::Mcp,
+        Group::Tail,
+        Group::Sandbox,
+    ]
+    .iter()
+    .any(|g| args.wants(*g));
     let exe = if needs_exe {
         Some(crate::build_agent_tools(&target)?)
     } else {

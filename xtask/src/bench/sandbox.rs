@@ -17,7 +17,9 @@ pub fn sandbox(ctx: &Ctx<'_>) -> Result<Table> {
     let abi = match agent_tools::landlock_abi() {
         Ok(abi) => abi,
         Err(err) => {
-            table.note(format!("skipped: no command sandbox on this machine: {err}"));
+            table.note(format!(
+                "skipped: no command sandbox on this machine: {err}"
+            ));
             return Ok(table);
         }
     };
