@@ -259,3 +259,16 @@ fn a_root_is_required_except_by_a_surface_that_can_take_the_clients() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "ro\n");
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[test]
+fn the_sandbox_needs_its_folders_on_the_command_line() {
+    // The policy is fixed at startup, before a client could announce roots.
+    let output = agent_tools()
+        .args(["call", "--surface", "filesystem", "--sandbox"])
+        .args(["list_allowed_directories", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--sandbox needs the folders"), "{stderr}");
+}

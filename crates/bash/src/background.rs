@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt as _;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -55,19 +55,7 @@ impl BackgroundJob {
             .try_clone()
             .map_err(|err| io_error("share the output file", err))?;
         let (program, args) = req.program_and_args();
-        let mut command = match req.launcher() {
-            Some(launcher) => {
-                let mut command = Command::new(launcher.program());
-                command
-                    .args(launcher.args())
-                    .arg(crate::launcher::PARENT_PID_ARG)
-                    .arg(std::process::id().to_string())
-                    .arg("--")
-                    .arg(program);
-                command
-            }
-            None => Command::new(program),
-        };
+        let mut command = crate::runner::launch_command(req)?;
         let mut child = command
             .args(args)
             .current_dir(req.cwd())

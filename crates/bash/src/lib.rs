@@ -46,6 +46,7 @@ mod procs;
 mod request;
 mod runner;
 
+pub use agent_tools_sandbox as sandbox;
 pub use background::{BackgroundJob, BackgroundJobs, Stopped};
 pub use capture::json_escaped_len;
 pub use outcome::RunOutcome;

@@ -758,7 +758,10 @@ mod tests {
         runtime(2).block_on(async {
             let first = flow.enter_inline(&one, &a);
             assert!(first.is_some(), "one of two threads may run a brief call");
-            assert!(flow.enter_inline(&two, &b).is_none(), "the other stays free");
+            assert!(
+                flow.enter_inline(&two, &b).is_none(),
+                "the other stays free"
+            );
             drop(first);
             assert!(flow.enter_inline(&two, &b).is_some(), "the place came back");
         });
@@ -769,9 +772,15 @@ mod tests {
             .build()
             .unwrap()
             .block_on(async {
-                assert!(flow.enter_inline(&one, &a).is_none(), "current thread: never");
+                assert!(
+                    flow.enter_inline(&one, &a).is_none(),
+                    "current thread: never"
+                );
             });
-        assert!(flow.enter_inline(&one, &a).is_none(), "outside a runtime: never");
+        assert!(
+            flow.enter_inline(&one, &a).is_none(),
+            "outside a runtime: never"
+        );
     }
 
     #[test]

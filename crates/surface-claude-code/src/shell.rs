@@ -99,7 +99,10 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
                 .flatten()
                 .map(|path| spill_shown(services, &path.to_string_lossy()))
                 .collect();
-            let output = joined_output(&outcome.stdout, &outcome.stderr);
+            let mut output = joined_output(&outcome.stdout, &outcome.stderr);
+            if let Some(note) = agent_tools::sandbox_refusal_note(services.config(), &outcome) {
+                output.push_str(&format!("\n[{note}]"));
+            }
             let output = bounded(services, output, &spills)?;
             match outcome.exit_code {
                 Some(0) => Ok(text_reply(output, false)),
@@ -228,10 +231,11 @@ fn background(services: &Services, args: BashArgs, call: &CallContext) -> ToolRe
         .into_std();
     let root = ws.root_path();
     let spill = root.abs().join(agent_tools::SPILL_DIR);
-    let mut request = RunRequest::new(args.command.clone(), root.abs(), spill)?;
-    if let Some(launcher) = services.config().bash_launcher() {
-        request = request.with_launcher(launcher.clone());
-    }
+    let request = services.config().confine_command(RunRequest::new(
+        args.command.clone(),
+        root.abs(),
+        spill,
+    )?);
     let job = BackgroundJob::spawn(&request, file)?;
     let id = session.next_job_id();
     session.keep_job(&id, &args.command, job);

@@ -16,6 +16,7 @@ mod codex;
 mod edit;
 mod mcp;
 mod patch;
+mod sandbox;
 mod search;
 mod shell;
 mod tail;
@@ -50,9 +51,15 @@ impl Ctx<'_> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let started = Instant::now();
     let target = crate::target_dir()?;
-    let needs_exe = [Group::Grep, Group::Glob, Group::Mcp, Group::Tail]
-        .iter()
-        .any(|g| args.wants(*g));
+    let needs_exe = [
+        Group::Grep,
+        Group::Glob,
+        Group::Mcp,
+        Group::Tail,
+        Group::Sandbox,
+    ]
+    .iter()
+    .any(|g| args.wants(*g));
     let exe = if needs_exe {
         Some(crate::build_agent_tools(&target)?)
     } else {
@@ -112,6 +119,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.wants(Group::Claude) {
         emit(claude::read_window(&ctx)?);
         emit(claude::edit(&ctx)?);
+    }
+    if args.wants(Group::Sandbox) {
+        emit(sandbox::sandbox(&ctx)?);
     }
 
     let out = match &args.out {
