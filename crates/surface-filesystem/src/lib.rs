@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod edit;
+mod grep;
 mod roots;
 
 use std::fmt::Write as _;
@@ -193,6 +195,14 @@ impl Surface for FilesystemSurface {
             // call fails with not found, changing nothing).
             ToolDef::typed("delete_file", DELETE_FILE, true, delete_file)
                 .titled("Delete file or directory", Hints::OVERWRITE),
+            // Edits replace text in place: a second identical call finds
+            // the replaced text gone (or changes it again with a regex).
+            ToolDef::typed("edit_file", edit::EDIT_FILE, true, edit::edit_file)
+                .titled("Edit file", Hints::EDIT),
+            ToolDef::typed("edit_files", edit::EDIT_FILES, true, edit::edit_files)
+                .titled("Edit many files", Hints::EDIT),
+            ToolDef::typed("grep_files", grep::GREP_FILES, false, grep::grep_files)
+                .titled("Search file contents", Hints::READ),
         ]
     }
 

@@ -29,12 +29,14 @@
 
 mod bounded;
 mod matcher;
+mod search;
 mod shape;
 mod template;
 
 use std::fmt;
 
 pub use matcher::EcmaMatcher;
+pub use search::{BINARY_PROBE_BYTES, EcmaSearch, FileLines, FoundLine, SearchFound};
 pub use template::Template;
 
 /// The longest pattern accepted, in bytes.
