@@ -74,7 +74,10 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
             "write_file",
             "create_directory",
             "move_file",
-            "delete_file"
+            "delete_file",
+            "edit_file",
+            "edit_files",
+            "grep_files"
         ]
     );
     for tool in tools {

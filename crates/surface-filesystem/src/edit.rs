@@ -791,3 +791,24 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod near_miss {
+    use super::*;
+
+    #[test]
+    fn a_normalized_match_with_a_near_miss_elsewhere_is_refused() {
+        let text = "def a():\n    total = compute(x, y)\n    return total\n\ndef b():\n        total = compute(x, z)\n        return total\n";
+        let edit = EditItem {
+            old_text: "        total = compute(x, y)\n        return total".into(),
+            new_text: "        return compute(x, y)".into(),
+            limit: 1,
+            is_regex: false,
+            case_insensitive: false,
+        };
+        let result = apply_all(text, &[edit], false, "/f", 1 << 20);
+        let err = result.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
+        assert!(err.message().contains("wrong place"), "{}", err.message());
+    }
+}
