@@ -121,7 +121,11 @@ fn the_new_tools_are_listed_with_truthful_hints() {
         ("grep_files", true),
     ] {
         let tool = find(name);
-        assert_eq!(tool["annotations"]["readOnlyHint"], json!(read_only), "{tool}");
+        assert_eq!(
+            tool["annotations"]["readOnlyHint"],
+            json!(read_only),
+            "{tool}"
+        );
         assert_eq!(tool["annotations"]["openWorldHint"], json!(false), "{tool}");
     }
     let edit = find("edit_file");
@@ -140,7 +144,10 @@ fn the_new_tools_are_listed_with_truthful_hints() {
         "contextLines",
         "maxResults",
     ] {
-        assert!(grep["inputSchema"]["properties"][field].is_object(), "{field}");
+        assert!(
+            grep["inputSchema"]["properties"][field].is_object(),
+            "{field}"
+        );
     }
 }
 
@@ -195,20 +202,29 @@ fn the_uniqueness_guard_refuses_and_limit_lifts_it() {
     ok1(
         &mut client,
         "edit_file",
-        edit(&file, json!([{"oldText": "x = 1", "newText": "x = 2", "limit": 2}])),
+        edit(
+            &file,
+            json!([{"oldText": "x = 1", "newText": "x = 2", "limit": 2}]),
+        ),
     );
     assert_eq!(read(&file), "x = 2\ny = 2\nx = 2\nx = 1\n");
     ok1(
         &mut client,
         "edit_file",
-        edit(&file, json!([{"oldText": "= 2", "newText": "= 0", "limit": 0}])),
+        edit(
+            &file,
+            json!([{"oldText": "= 2", "newText": "= 0", "limit": 0}]),
+        ),
     );
     assert_eq!(read(&file), "x = 0\ny = 0\nx = 0\nx = 1\n");
     // A literal that is gone now errors rather than corrupting other text.
     let (code, message) = rpc_error(
         &mut client,
         "edit_file",
-        edit(&file, json!([{"oldText": "= 2", "newText": "= 0", "limit": 0}])),
+        edit(
+            &file,
+            json!([{"oldText": "= 2", "newText": "= 0", "limit": 0}]),
+        ),
     );
     assert_eq!(code, -32603);
     assert!(message.contains("oldText not found"), "{message}");
@@ -289,7 +305,10 @@ fn whitespace_normalized_matches_must_be_unique_too() {
         ),
     );
     assert_eq!(code, -32603);
-    assert!(message.contains("could land in the wrong place"), "{message}");
+    assert!(
+        message.contains("could land in the wrong place"),
+        "{message}"
+    );
     assert_eq!(read(&near), text);
 }
 
@@ -474,7 +493,10 @@ fn edits_apply_in_order_all_or_nothing() {
         ),
     );
     assert_eq!(code, -32603);
-    assert!(message.starts_with("edit 2 of 2: oldText not found"), "{message}");
+    assert!(
+        message.starts_with("edit 2 of 2: oldText not found"),
+        "{message}"
+    );
     assert_eq!(read(&file), "d\n");
 }
 
@@ -520,7 +542,10 @@ fn dry_run_shows_a_diff_and_writes_nothing() {
         json!({"path": p(&file), "dryRun": true, "edits": [{"oldText": "old", "newText": "new"}]}),
     );
     let name = p(&file);
-    assert!(diff.starts_with(&format!("--- {name}\n+++ {name}\n@@ ")), "{diff}");
+    assert!(
+        diff.starts_with(&format!("--- {name}\n+++ {name}\n@@ ")),
+        "{diff}"
+    );
     assert!(diff.contains("\n-old\n+new\n"), "{diff}");
     assert_eq!(read(&file), "keep\nold\nkeep\n");
     // An edit that changes nothing.
@@ -551,7 +576,10 @@ fn dry_run_shows_a_diff_and_writes_nothing() {
         ]}),
     );
     assert!(listed.contains("does not exist"), "{listed}");
-    assert!(listed.contains("1. literal, 1 match: \"a\" -> \"b\""), "{listed}");
+    assert!(
+        listed.contains("1. literal, 1 match: \"a\" -> \"b\""),
+        "{listed}"
+    );
     assert!(
         listed.contains("2. regex, all matches: \"^x$\" -> \"y\""),
         "{listed}"
@@ -633,7 +661,10 @@ fn edit_file_error_codes() {
     let (code, _) = rpc_error(
         &mut client,
         "edit_file",
-        edit(&roots.first.join("bin"), json!([{"oldText": "bin", "newText": "x"}])),
+        edit(
+            &roots.first.join("bin"),
+            json!([{"oldText": "bin", "newText": "x"}]),
+        ),
     );
     assert_eq!(code, -32603);
 }
@@ -658,7 +689,10 @@ fn edit_files_expands_globs_and_reports_failures_inline() {
         items,
         [
             format!("Successfully edited {}", p(&roots.first.join("src/a.rs"))),
-            format!("Successfully edited {}", p(&roots.first.join("src/sub/b.rs"))),
+            format!(
+                "Successfully edited {}",
+                p(&roots.first.join("src/sub/b.rs"))
+            ),
             format!(
                 "{}: [error -32603] oldText not found in {}; read the file again and copy the \
                  text to replace exactly",
@@ -705,6 +739,38 @@ fn edit_files_error_codes_and_read_only_roots() {
         json!({"paths": [], "edits": [{"oldText": "x"}]}),
     );
     assert_eq!(code, -32602);
+    // Literal paths fail inline: one outside the roots, one missing (a
+    // dry run lists the intended edits for it).
+    let missing = roots.first.join("new.txt");
+    let items = ok(
+        &mut client,
+        "edit_files",
+        json!({
+            "paths": [p(&outside.join("x.txt")), p(&missing)],
+            "edits": [{"oldText": "x", "newText": "y"}],
+            "dryRun": true
+        }),
+    );
+    assert!(
+        items[0].starts_with(&format!("{}: [error -32001]", p(&outside.join("x.txt")))),
+        "{items:?}"
+    );
+    assert_eq!(
+        items[1],
+        format!(
+            "{}: the file does not exist; intended edits:\n1. literal, 1 match: \"x\" -> \"y\"\n",
+            p(&missing)
+        )
+    );
+    let items = ok(
+        &mut client,
+        "edit_files",
+        json!({"paths": [p(&missing)], "edits": [{"oldText": "x", "newText": "y"}]}),
+    );
+    assert!(
+        items[0].starts_with(&format!("{}: [error -32002]", p(&missing))),
+        "{items:?}"
+    );
     // In a read-only root: a real edit fails inline with -32001; a dry run
     // previews.
     let glob = format!("{}/*.txt", p(&roots.frozen));
@@ -715,7 +781,10 @@ fn edit_files_error_codes_and_read_only_roots() {
     );
     assert_eq!(items.len(), 1);
     assert!(
-        items[0].starts_with(&format!("{}: [error -32001]", p(&roots.frozen.join("f.txt")))),
+        items[0].starts_with(&format!(
+            "{}: [error -32001]",
+            p(&roots.frozen.join("f.txt"))
+        )),
         "{items:?}"
     );
     let items = ok(
@@ -786,7 +855,10 @@ fn grep_files_searches_a_directory_in_grep_style() {
         "grep_files",
         json!({"regex": "TODO", "directory": &app, "excludeGlobs": ["*.md", "sub"]}),
     );
-    assert_eq!(out, format!("{app}/main.swift:2:// TODO: one\n[1 matches]\n"));
+    assert_eq!(
+        out,
+        format!("{app}/main.swift:2:// TODO: one\n[1 matches]\n")
+    );
     // Nothing found.
     assert_eq!(
         ok1(
@@ -821,7 +893,10 @@ fn grep_files_context_groups_and_truncation() {
         json!({"regex": "^hit", "directory": p(&roots.first), "maxResults": 1}),
     );
     assert!(out.starts_with("[results truncated"), "{out}");
-    assert!(out.ends_with(&format!("{name}:2:hit 1\n[1 matches]\n")), "{out}");
+    assert!(
+        out.ends_with(&format!("{name}:2:hit 1\n[1 matches]\n")),
+        "{out}"
+    );
     let (code, _) = rpc_error(
         &mut client,
         "grep_files",
@@ -848,7 +923,10 @@ fn grep_files_relative_globs_without_directory_use_the_first_root() {
         "grep_files",
         json!({"regex": "TODO", "globs": ["*.swift"]}),
     );
-    assert_eq!(out, format!("{first}/top.swift:1:// TODO: top\n[1 matches]\n"));
+    assert_eq!(
+        out,
+        format!("{first}/top.swift:1:// TODO: top\n[1 matches]\n")
+    );
     // Absolute globs reach the other roots, read-only ones included.
     let out = ok1(
         &mut client,

@@ -25,6 +25,9 @@ use serde::Deserialize;
 use crate::roots::{Need, Root, Roots};
 use crate::rpc_code;
 
+/// What a dry run answers when the edits change nothing.
+const NO_CHANGES: &str = "(no changes)";
+
 /// The most files one `edit_files` call changes.
 pub const MAX_EDIT_FILES: usize = 1000;
 
@@ -121,7 +124,9 @@ pub(crate) fn edit_files(
             if matched.is_empty() {
                 return Err(ToolError::new(
                     ErrorCode::NotFound,
-                    format!("{entry}: the glob matched no files; check the pattern with glob_search"),
+                    format!(
+                        "{entry}: the glob matched no files; check the pattern with glob_search"
+                    ),
                 ));
             }
             targets.extend(matched);
@@ -141,7 +146,7 @@ pub(crate) fn edit_files(
         .iter()
         .map(|target| {
             Content::Text(match edit_one(roots, target, &args.edits, args.dry_run) {
-                Ok(text) if args.dry_run && !text.starts_with("---") => format!("{target}: {text}"),
+                Ok(text) if text == NO_CHANGES => format!("{target}: {text}"),
                 Ok(text) => text,
                 Err(err) => format!(
                     "{target}: [error {}] {}",
@@ -194,7 +199,11 @@ pub(crate) fn split_glob(absolute: &str) -> (String, String) {
         .position(|part| part.contains(['*', '?', '{', '}', '[']))
         .unwrap_or(parts.len().saturating_sub(1));
     let base = parts[..literal].join("/");
-    let base = if base.is_empty() { "/".to_string() } else { base };
+    let base = if base.is_empty() {
+        "/".to_string()
+    } else {
+        base
+    };
     (base, parts[literal..].join("/"))
 }
 
@@ -288,7 +297,9 @@ fn load(
     let too_large = |size: String| {
         ToolError::new(
             ErrorCode::TooLarge,
-            format!("{shown}: {size} bytes is over the {max} byte limit for editing; replace it whole with write_file"),
+            format!(
+                "{shown}: {size} bytes is over the {max} byte limit for editing; replace it whole with write_file"
+            ),
         )
     };
     if meta.len() > max {
@@ -331,7 +342,7 @@ fn memchr_count(bytes: &[u8], byte: u8) -> usize {
 /// A unified diff of the change, or `(no changes)`.
 fn diff(shown: &str, before: &str, after: &str) -> String {
     if before == after {
-        return "(no changes)".to_string();
+        return NO_CHANGES.to_string();
     }
     similar::TextDiff::from_lines(before, after)
         .unified_diff()
@@ -759,7 +770,11 @@ mod tests {
     #[test]
     fn normalized_match_reindents_new_text() {
         let text = "fn a() {\n        if x {\n            y();\n        }\n}\n";
-        let out = run(text, item("if x {\n    y();\n}", "if x {\n    z();\n    w();\n}")).unwrap();
+        let out = run(
+            text,
+            item("if x {\n    y();\n}", "if x {\n    z();\n    w();\n}"),
+        )
+        .unwrap();
         assert_eq!(
             out,
             "fn a() {\n        if x {\n            z();\n            w();\n        }\n}\n"

@@ -141,10 +141,7 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
         // Shallow bases first, so a deeper one joins the walk above it.
         wanted.sort_by_key(|(base, _)| base.len());
         for (base, full) in wanted {
-            if let Some(walk) = walks
-                .iter_mut()
-                .find(|walk| is_within(&base, &walk.shown))
-            {
+            if let Some(walk) = walks.iter_mut().find(|walk| is_within(&base, &walk.shown)) {
                 walk.patterns.push(full);
                 continue;
             }
@@ -214,7 +211,13 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));
     found.dedup_by(|a, b| a.0 == b.0);
-    Ok(render(&found, &skipped, args.context_lines > 0, max_results, stopped))
+    Ok(render(
+        &found,
+        &skipped,
+        args.context_lines > 0,
+        max_results,
+        stopped,
+    ))
 }
 
 /// One walk: a base directory (or file) and the globs it serves (none:
@@ -243,7 +246,11 @@ fn count(found: &[(String, FileLines)]) -> usize {
 /// Whether `path` is `dir` or lies beneath it.
 fn is_within(path: &str, dir: &str) -> bool {
     let dir = dir.trim_end_matches('/');
-    path == dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')) || dir.is_empty()
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+        || dir.is_empty()
 }
 
 fn glob(pattern: &str) -> ToolResult<Glob> {

@@ -13,6 +13,7 @@ use crate::{BenchArgs, Group};
 
 mod codex;
 mod edit;
+mod grep_files;
 mod mcp;
 mod patch;
 mod search;
@@ -85,6 +86,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for table in search::grep(&ctx, &tree)? {
                 emit(table);
             }
+            emit(grep_files::grep_files(&ctx, &tree)?);
         }
         if args.wants(Group::Glob) {
             emit(search::glob(&ctx, &tree)?);

@@ -56,7 +56,13 @@ impl EcmaMatcher {
 
     /// The first match in the line `haystack[start..end]` at or after
     /// byte `from`, in haystack offsets.
-    fn match_in_line(&self, haystack: &[u8], start: usize, end: usize, from: usize) -> Option<Match> {
+    fn match_in_line(
+        &self,
+        haystack: &[u8],
+        start: usize,
+        end: usize,
+        from: usize,
+    ) -> Option<Match> {
         let line = &haystack[start..end];
         match std::str::from_utf8(line) {
             Ok(text) => {
@@ -144,9 +150,7 @@ fn prefilter_for(pattern: &str, case_insensitive: bool) -> Option<AhoCorasick> {
         let bytes: Vec<Vec<u8>> = literals.iter().map(|l| l.as_bytes().to_vec()).collect();
         let fits = !bytes.is_empty()
             && bytes.len() <= MAX_LITERALS
-            && bytes
-                .iter()
-                .all(|b| !b.is_empty() && !b.contains(&b'\n'))
+            && bytes.iter().all(|b| !b.is_empty() && !b.contains(&b'\n'))
             && (!case_insensitive || bytes.iter().all(|b| b.is_ascii()));
         fits.then_some(bytes)
     };

@@ -178,29 +178,28 @@ impl FileTools {
                 .heap_limit(Some(max_line))
                 .build()
         };
-        let search_one = |searcher: &mut Searcher,
-                          file: std::fs::File|
-         -> Result<Vec<FoundLine>, Unsearched> {
-            let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
-            let mut file = file;
-            (&mut file)
-                .take(BINARY_PROBE_BYTES as u64)
-                .read_to_end(&mut head)
-                .map_err(|err| Unsearched::Failed(format!("read error: {err}")))?;
-            if memchr::memchr(0, &head).is_some() {
-                return Err(Unsearched::Binary);
-            }
-            let mut collector = Collector {
-                lines: Vec::new(),
-                budget: &budget,
-                cancel,
+        let search_one =
+            |searcher: &mut Searcher, file: std::fs::File| -> Result<Vec<FoundLine>, Unsearched> {
+                let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
+                let mut file = file;
+                (&mut file)
+                    .take(BINARY_PROBE_BYTES as u64)
+                    .read_to_end(&mut head)
+                    .map_err(|err| Unsearched::Failed(format!("read error: {err}")))?;
+                if memchr::memchr(0, &head).is_some() {
+                    return Err(Unsearched::Binary);
+                }
+                let mut collector = Collector {
+                    lines: Vec::new(),
+                    budget: &budget,
+                    cancel,
+                };
+                let reader = std::io::Cursor::new(head).chain(file);
+                searcher
+                    .search_reader(search.matcher, reader, &mut collector)
+                    .map_err(|err| Unsearched::Failed(format!("cannot be searched: {err}")))?;
+                Ok(collector.lines)
             };
-            let reader = std::io::Cursor::new(head).chain(file);
-            searcher
-                .search_reader(search.matcher, reader, &mut collector)
-                .map_err(|err| Unsearched::Failed(format!("cannot be searched: {err}")))?;
-            Ok(collector.lines)
-        };
 
         let meta = ws.metadata(base)?;
         let mut found = SearchFound::default();

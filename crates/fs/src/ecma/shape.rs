@@ -34,7 +34,10 @@ impl Quant {
 pub(crate) enum Item {
     /// Matches one character: its source text (a literal, `.`, an escape
     /// such as `\w`, or a bracket class).
-    Atom { source: String, quant: Option<Quant> },
+    Atom {
+        source: String,
+        quant: Option<Quant>,
+    },
     /// A group of alternatives; lookarounds included.
     Group {
         alternatives: Vec<Vec<Item>>,
@@ -401,7 +404,14 @@ mod tests {
 
     #[test]
     fn tells_which_patterns_rust_reads_alike() {
-        for same in ["foo", r"fn \w+\(", "[a-z]+_[0-9]", r"\x41\u0042", r"a\.b", "(?:x|y)z"] {
+        for same in [
+            "foo",
+            r"fn \w+\(",
+            "[a-z]+_[0-9]",
+            r"\x41\u0042",
+            r"a\.b",
+            "(?:x|y)z",
+        ] {
             assert!(read(same).same_in_rust, "{same}");
         }
         for differs in [

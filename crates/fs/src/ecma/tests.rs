@@ -64,7 +64,11 @@ fn templates_referring_to_missing_groups_are_refused_by_name() {
     );
     assert!(err.to_string().contains(r"capture group 1 (\1)"), "{err}");
     let regex = EcmaRegex::new("(a)", false).unwrap();
-    assert!(regex.check_template(&Template::parse("$1 $& \\0 $$2")).is_ok());
+    assert!(
+        regex
+            .check_template(&Template::parse("$1 $& \\0 $$2"))
+            .is_ok()
+    );
     assert!(regex.check_template(&Template::parse("$2")).is_err());
 }
 
