@@ -668,29 +668,33 @@ fn normalized(text: &str, request: &Request<'_>) -> ToolResult<String> {
         [first] => {
             let first = *first;
             let last = first + height - 1;
-            let ending = "\n";
-            if let Verdict::Ambiguous { matches, near, .. } =
-                tolerant::locate(text, request.old, request.new, ending)
-            {
-                let others: Vec<String> = matches
+            // The engine's tolerant matcher reads the file more loosely:
+            // any other region it finds or finds close is one the caller
+            // may have meant.
+            let others: Vec<String> = match tolerant::locate(text, request.old, request.new, "\n") {
+                Verdict::Ambiguous { matches, near, .. } => matches
                     .iter()
                     .chain(&near)
                     .filter(|c| c.lines.first != first + 1)
                     .map(|c| c.lines.to_string())
-                    .collect();
-                if !others.is_empty() {
-                    return Err(ToolError::new(
-                        ErrorCode::AmbiguousMatch,
-                        format!(
-                            "oldText is not in {} exactly; with whitespace normalized it matches \
-                             {}, but {} come close too, so the edit could land in the wrong \
-                             place; copy the exact text (with its indentation) from the file",
-                            request.shown,
-                            range_of(first),
-                            others.join(", ")
-                        ),
-                    ));
+                    .collect(),
+                Verdict::Unique(found) if found.lines.first != first + 1 => {
+                    vec![found.lines.to_string()]
                 }
+                Verdict::Unique(_) | Verdict::NotFound { .. } => Vec::new(),
+            };
+            if !others.is_empty() {
+                return Err(ToolError::new(
+                    ErrorCode::AmbiguousMatch,
+                    format!(
+                        "oldText is not in {} exactly; with whitespace normalized it matches \
+                         {}, but {} come close too, so the edit could land in the wrong \
+                         place; copy the exact text (with its indentation) from the file",
+                        request.shown,
+                        range_of(first),
+                        others.join(", ")
+                    ),
+                ));
             }
             let window: Vec<&str> = table[first..=last]
                 .iter()
