@@ -78,7 +78,10 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
             "directory_tree",
             "search_files",
             "glob_search",
-            "bash"
+            "bash",
+            "edit_file",
+            "edit_files",
+            "grep_files"
         ]
     );
     for tool in tools {

@@ -157,3 +157,49 @@ fn absolute_to_relative(
     }
     pattern.to_string()
 }
+
+impl FileTools {
+    /// The files under `base` whose path relative to it matches `pattern`
+    /// (the glob syntax of [`glob`](Self::glob): `*` stays within a
+    /// directory, `**` crosses them), as `/`-separated relative paths,
+    /// sorted. Every file is looked at (no ignore files); symlinks are not
+    /// followed. The second list names what could not be looked at.
+    pub fn glob_paths(
+        &self,
+        base: &agent_tools_confine::ConfinedPath,
+        pattern: &str,
+        cancel: &AtomicBool,
+    ) -> ToolResult<(Vec<String>, Vec<String>)> {
+        let matcher = compile(pattern, pattern)?.compile_matcher();
+        let walk = Walk {
+            workspace: self.workspace(),
+            base,
+            respect_gitignore: false,
+            cancel,
+            visit_dirs: false,
+            max_depth: None,
+            exclude: None,
+        };
+        let walked = walk.run(
+            || (),
+            |_, entry, sink| {
+                if matcher.is_match(entry.rel) {
+                    sink.found.push(entry.rel.to_string());
+                }
+                Flow::Continue
+            },
+        )?;
+        if walked.cancelled {
+            return Err(cancelled());
+        }
+        let mut found = walked.found;
+        found.sort_unstable();
+        let mut skipped = walked.skipped;
+        skipped.sort_unstable();
+        let skipped = skipped
+            .into_iter()
+            .map(|s| format!("{} ({})", s.path, s.why))
+            .collect();
+        Ok((found, skipped))
+    }
+}

@@ -14,6 +14,7 @@ use crate::{BenchArgs, Group};
 mod claude;
 mod codex;
 mod edit;
+mod grep_files;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -93,6 +94,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for table in search::grep(&ctx, &tree)? {
                 emit(table);
             }
+            emit(grep_files::grep_files(&ctx, &tree)?);
         }
         if args.wants(Group::Glob) {
             emit(search::glob(&ctx, &tree)?);
