@@ -261,6 +261,19 @@ fn a_root_is_required_except_by_a_surface_that_can_take_the_clients() {
 }
 
 #[test]
+fn the_sandbox_needs_its_folders_on_the_command_line() {
+    // The policy is fixed at startup, before a client could announce roots.
+    let output = agent_tools()
+        .args(["call", "--surface", "filesystem", "--sandbox"])
+        .args(["list_allowed_directories", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--sandbox needs the folders"), "{stderr}");
+}
+
+#[test]
 fn a_server_with_an_index_budget_out_of_range_fails_at_startup() {
     let dir = tempfile::tempdir().unwrap();
     let output = agent_tools()

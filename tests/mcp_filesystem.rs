@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
+#[path = "support/filesystem_calls.rs"]
+mod filesystem_calls;
 #[path = "support/mcp_client.rs"]
 mod mcp_client;
 #[path = "support/tree.rs"]
@@ -14,47 +16,8 @@ use std::path::Path;
 use mcp_client::McpClient;
 use serde_json::{Value, json};
 
+use filesystem_calls::{filesystem, ok, p, rpc_error};
 use tree::sandbox;
-
-/// Starts the filesystem surface; the server is killed if the test runs
-/// past a minute, which makes a stuck call fail (the client sees stdout
-/// close) instead of hanging.
-fn filesystem(root: &Path, extra: &[&str]) -> McpClient {
-    let mut args = vec!["--surface", "filesystem"];
-    args.extend_from_slice(extra);
-    McpClient::start_guarded(root, &args)
-}
-
-fn p(path: &Path) -> String {
-    path.to_str().unwrap().to_owned()
-}
-
-/// A call that must succeed: its text items.
-fn ok(client: &mut McpClient, tool: &str, args: Value) -> Vec<String> {
-    let response = client.request("tools/call", json!({"name": tool, "arguments": args}));
-    let result = response
-        .get("result")
-        .unwrap_or_else(|| panic!("{tool}: no result: {response}"));
-    assert_ne!(result["isError"], json!(true), "{tool}: {response}");
-    result["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|item| item["text"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// A call that must fail with a JSON-RPC error: (code, message).
-fn rpc_error(client: &mut McpClient, tool: &str, args: Value) -> (i64, String) {
-    let response = client.request("tools/call", json!({"name": tool, "arguments": args}));
-    let error = response
-        .get("error")
-        .unwrap_or_else(|| panic!("{tool}: expected a JSON-RPC error: {response}"));
-    (
-        error["code"].as_i64().unwrap(),
-        error["message"].as_str().unwrap().to_owned(),
-    )
-}
 
 #[test]
 fn lists_the_filesystem_tools_with_titles_and_hints() {
@@ -78,7 +41,10 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
             "directory_tree",
             "search_files",
             "glob_search",
-            "bash"
+            "bash",
+            "edit_file",
+            "edit_files",
+            "grep_files"
         ]
     );
     for tool in tools {

@@ -85,6 +85,11 @@ pub enum Group {
     Codex,
     /// the bash tool vs a bare sh spawn.
     Bash,
+    /// the Claude Code surface: Read of a window in the middle of a 100 MB
+    /// and a 1 GB file, Edit of a 10 MB file vs a read and atomic write.
+    Claude,
+    /// `true` through the bash tool with the command sandbox vs without.
+    Sandbox,
 }
 
 impl BenchArgs {

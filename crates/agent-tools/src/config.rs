@@ -1,10 +1,12 @@
 //! Configuration: given once, checked once, then frozen.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use agent_tools_bash::Launcher;
+use agent_tools_bash::{Launcher, RunRequest};
 use agent_tools_confine::Confinement;
 use agent_tools_fs::{IndexSettings, Limits};
+use agent_tools_sandbox::{Coverage, PolicyError, SandboxError, SandboxPolicy};
 
 /// Why the tools could not start. Each variant names what was wrong.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +33,38 @@ pub enum StartupError {
         tool: &'static str,
         /// The validator's complaint.
         message: String,
+    },
+    /// The command sandbox was asked for without a launcher to apply it.
+    #[error(
+        "the command sandbox needs a launcher (the agent-tools binary passes itself); none was configured"
+    )]
+    SandboxNeedsLauncher,
+    /// The command sandbox was asked for while the allowed directories are
+    /// to come from the client: its policy is fixed when the server starts,
+    /// before the client names them.
+    #[error(
+        "--sandbox needs the folders on the command line (--root DIR): the sandbox is fixed at startup, before a client announces its roots"
+    )]
+    SandboxNeedsRoots,
+    /// The command sandbox was asked for where it cannot work (no
+    /// Landlock in this kernel, or not Linux).
+    #[error("--sandbox cannot be used here: {source}")]
+    SandboxUnavailable {
+        /// Why.
+        source: SandboxError,
+    },
+    /// The roots make no sandbox policy (a read-only root inside a
+    /// writable one, say).
+    #[error("the command sandbox cannot be set up: {source}")]
+    SandboxPolicy {
+        /// Why.
+        source: PolicyError,
+    },
+    /// The sandbox's private temporary folder could not be made.
+    #[error("the command sandbox's temporary folder cannot be created: {source}")]
+    SandboxTmp {
+        /// Why.
+        source: std::io::Error,
     },
     /// A limit is out of range.
     #[error("{name} must be between {min} and {max}, got {value}")]
@@ -85,6 +119,105 @@ pub struct ConfigBuilder {
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
     index: Option<IndexSettings>,
+    sandbox: CommandSandbox,
+}
+
+/// Whether commands run confined (see SPEC §9, Command sandbox).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CommandSandbox {
+    /// Commands run with the server's full rights.
+    #[default]
+    Off,
+    /// Commands may write only beneath the writable roots, their private
+    /// `TMPDIR` and the usual devices, and reach the network only when
+    /// `network` is true.
+    On {
+        /// Whether commands may use the network.
+        network: bool,
+    },
+}
+
+/// The command sandbox of a built [`Config`]: the policy every command
+/// runs under, the Landlock ABI found at startup, and the private temporary
+/// folder (removed when the last clone of the config is dropped).
+#[derive(Debug, Clone)]
+pub struct ActiveSandbox {
+    policy: SandboxPolicy,
+    abi: u8,
+    tmp: Arc<tempfile::TempDir>,
+}
+
+impl PartialEq for ActiveSandbox {
+    fn eq(&self, other: &Self) -> bool {
+        self.policy == other.policy && self.abi == other.abi
+    }
+}
+
+impl Eq for ActiveSandbox {}
+
+impl ActiveSandbox {
+    /// The policy commands run under.
+    pub fn policy(&self) -> &SandboxPolicy {
+        &self.policy
+    }
+
+    /// The running kernel's Landlock ABI.
+    pub fn abi(&self) -> u8 {
+        self.abi
+    }
+
+    /// How much of the policy this kernel enforces.
+    pub fn coverage(&self) -> Coverage {
+        agent_tools_sandbox::coverage_for(self.abi)
+    }
+
+    /// The private temporary folder, exported to commands as `TMPDIR`.
+    pub fn tmp_dir(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn start(
+        roots: &[AllowedRoot],
+        read_only: bool,
+        network: bool,
+    ) -> Result<ActiveSandbox, StartupError> {
+        let abi = agent_tools_sandbox::landlock_abi()
+            .map_err(|source| StartupError::SandboxUnavailable { source })?;
+        let tmp = tempfile::Builder::new()
+            .prefix("agent-tools-sandbox-")
+            .tempdir()
+            .map_err(|source| StartupError::SandboxTmp { source })?;
+        // Landlock resolves links when the rules are made; the check that no
+        // read-only root lies inside a writable one is lexical, so both sides
+        // are canonical.
+        let mut writable = Vec::new();
+        let mut read_only_paths = Vec::new();
+        for root in roots {
+            let path =
+                std::fs::canonicalize(&root.path).map_err(|source| StartupError::RootMissing {
+                    root: root.path.clone(),
+                    source,
+                })?;
+            // The one place the roots become the policy: in read-only mode
+            // every root is read-only to commands too.
+            if root.writable() && !read_only {
+                writable.push(path);
+            } else {
+                read_only_paths.push(path);
+            }
+        }
+        let tmp_path = std::fs::canonicalize(tmp.path())
+            .map_err(|source| StartupError::SandboxTmp { source })?;
+        let policy = SandboxPolicy::new(writable, read_only_paths)
+            .and_then(|policy| policy.with_tmp_dir(tmp_path))
+            .map_err(|source| StartupError::SandboxPolicy { source })?
+            .with_network(network);
+        Ok(ActiveSandbox {
+            policy,
+            abi,
+            tmp: Arc::new(tmp),
+        })
+    }
 }
 
 /// The frozen configuration every call reads. Only [`ConfigBuilder::build`]
@@ -102,6 +235,7 @@ pub struct Config {
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
     index: Option<IndexSettings>,
+    sandbox: Option<ActiveSandbox>,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -128,6 +262,7 @@ impl ConfigBuilder {
             confinement: Confinement::Confined,
             bash_launcher: None,
             index: None,
+            sandbox: CommandSandbox::Off,
         }
     }
 
@@ -211,6 +346,16 @@ impl ConfigBuilder {
         self
     }
 
+    /// Runs every command of every surface in the command sandbox (off by
+    /// default). Needs a [launcher](Self::bash_launcher) and a Linux kernel
+    /// with Landlock: [`build`](Self::build) checks both, makes the private
+    /// temporary folder and fixes the policy (the root writable, or
+    /// read-only in read-only mode).
+    pub fn sandbox(mut self, sandbox: CommandSandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
     /// Checks everything and freezes the configuration.
     pub fn build(self) -> Result<Config, StartupError> {
         check_range(
@@ -245,6 +390,23 @@ impl ConfigBuilder {
         for more in &self.more_roots {
             check_directory(&more.path)?;
         }
+        let sandbox = match self.sandbox {
+            CommandSandbox::Off => None,
+            CommandSandbox::On { .. } if self.bash_launcher.is_none() => {
+                return Err(StartupError::SandboxNeedsLauncher);
+            }
+            CommandSandbox::On { .. } if self.awaiting_roots => {
+                return Err(StartupError::SandboxNeedsRoots);
+            }
+            CommandSandbox::On { network } => {
+                let mut roots = vec![AllowedRoot {
+                    path: self.root.clone(),
+                    access: self.root_access,
+                }];
+                roots.extend(self.more_roots.iter().cloned());
+                Some(ActiveSandbox::start(&roots, self.read_only, network)?)
+            }
+        };
         Ok(Config {
             root: self.root,
             awaiting_roots: self.awaiting_roots,
@@ -257,6 +419,7 @@ impl ConfigBuilder {
             confinement: self.confinement,
             bash_launcher: self.bash_launcher,
             index: self.index,
+            sandbox,
         })
     }
 }
@@ -331,6 +494,21 @@ impl Config {
         }
     }
 
+    /// `request` as this configuration starts commands: through the
+    /// launcher, and in the sandbox when there is one. Every surface's
+    /// commands (foreground or background) pass through here, so none runs
+    /// outside the sandbox the server was started with.
+    pub fn confine_command(&self, request: RunRequest) -> RunRequest {
+        let request = match self.bash_launcher() {
+            Some(launcher) => request.with_launcher(launcher.clone()),
+            None => request,
+        };
+        match self.sandbox() {
+            Some(sandbox) => request.with_sandbox(sandbox.policy().clone()),
+            None => request,
+        }
+    }
+
     /// The output cap of one call.
     pub fn max_output_bytes(&self) -> usize {
         self.max_output_bytes
@@ -364,6 +542,11 @@ impl Config {
     /// The workspace index settings, when it is on.
     pub fn index(&self) -> Option<IndexSettings> {
         self.index
+    }
+
+    /// The command sandbox, when commands run confined.
+    pub fn sandbox(&self) -> Option<&ActiveSandbox> {
+        self.sandbox.as_ref()
     }
 
     /// The limits handed to the file tools.

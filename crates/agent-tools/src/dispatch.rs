@@ -11,7 +11,7 @@ use crate::config::{Config, StartupError};
 use crate::context::{CallContext, Session};
 use crate::registry::{ToolDef, ToolSpec};
 use crate::result::{CallOutcome, Content, DispatchResult, Reply};
-use crate::surface::{Failure, Stage, Surface};
+use crate::surface::{Failure, Issue, Stage, Surface};
 use crate::tools::DefaultSurface;
 
 /// The tools of one surface, bound to one workspace. `Send + Sync`: share
@@ -234,19 +234,7 @@ impl<S: Surface> Pipeline for Bound<S> {
     }
 
     fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome {
-        if cancelled {
-            // A call the caller gave up on failed because it was told to:
-            // not worth an error line in the log.
-            tracing::debug!(tool, detail = error.detail(), "call cancelled");
-        } else if error.code() == ErrorCode::Internal {
-            tracing::error!(tool, detail = error.detail(), "internal error");
-        }
-        self.surface.render_error(Failure {
-            tool,
-            stage,
-            error,
-            cancelled,
-        })
+        self.fail_with(tool, stage, error, cancelled, Vec::new())
     }
 
     fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome {
@@ -279,11 +267,13 @@ impl<S: Surface> Pipeline for Bound<S> {
             );
         };
         fill_defaults(object, tool.def.validation_schema());
+        let mut issues = Vec::new();
         let problems: Vec<String> = tool
             .validator
             .iter_errors(&args)
             .take(5)
             .map(|err| {
+                issues.extend(issues_of(&err));
                 let at = err.instance_path().to_string();
                 if at.is_empty() {
                     err.to_string()
@@ -293,7 +283,7 @@ impl<S: Surface> Pipeline for Bound<S> {
             })
             .collect();
         if !problems.is_empty() {
-            return self.fail(
+            return self.fail_with(
                 name,
                 Stage::Validation,
                 ToolError::invalid_input(format!(
@@ -301,6 +291,7 @@ impl<S: Surface> Pipeline for Bound<S> {
                     problems.join("; ")
                 )),
                 false,
+                issues,
             );
         }
 
@@ -339,6 +330,87 @@ impl<S: Surface> Pipeline for Bound<S> {
                 self.fail(name, Stage::Run, err, cancelled)
             }
         }
+    }
+}
+
+impl<S: Surface> Bound<S> {
+    /// Hands a failure to the surface, with the schema issues of a
+    /// validation failure.
+    fn fail_with(
+        &self,
+        tool: &str,
+        stage: Stage,
+        error: ToolError,
+        cancelled: bool,
+        issues: Vec<Issue>,
+    ) -> CallOutcome {
+        if cancelled {
+            // A call the caller gave up on failed because it was told to:
+            // not worth an error line in the log.
+            tracing::debug!(tool, detail = error.detail(), "call cancelled");
+        } else if error.code() == ErrorCode::Internal {
+            tracing::error!(tool, detail = error.detail(), "internal error");
+        }
+        self.surface.render_error(Failure {
+            tool,
+            stage,
+            error,
+            cancelled,
+            issues,
+        })
+    }
+}
+
+/// The typed issue behind one schema violation.
+fn issues_of(error: &jsonschema::ValidationError<'_>) -> Vec<Issue> {
+    use jsonschema::error::{TypeKind, ValidationErrorKind};
+    let at = error.instance_path().to_string();
+    let param = at.rsplit('/').next().unwrap_or_default().to_owned();
+    match error.kind() {
+        ValidationErrorKind::Required { property } => vec![Issue::Missing {
+            param: property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned),
+        }],
+        ValidationErrorKind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|param| Issue::Unexpected {
+                param: param.clone(),
+            })
+            .collect(),
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(one) => one.to_string(),
+                TypeKind::Multiple(many) => many
+                    .iter()
+                    .map(|t| t.to_string())
+                    .filter(|t| t != "null")
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            };
+            vec![Issue::WrongType {
+                param,
+                expected,
+                received: json_type(error.instance()).to_owned(),
+            }]
+        }
+        _ => vec![Issue::Other {
+            at,
+            message: error.to_string(),
+        }],
+    }
+}
+
+/// The JSON type name of `value`.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 

@@ -57,10 +57,14 @@ pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 pub use agent_tools_fs::IndexSettings;
+pub use agent_tools_sandbox::{
+    Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI, landlock_abi,
+};
 pub use catalog::SurfaceChoice;
 pub use config::{
-    AllowedRoot, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_INDEX_MEMORY_BYTES,
-    DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, RootAccess, StartupError,
+    ActiveSandbox, AllowedRoot, CommandSandbox, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS,
+    DEFAULT_INDEX_MEMORY_BYTES, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, RootAccess,
+    StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;
@@ -69,9 +73,10 @@ pub use result::{
     CallOutcome, CallResult, Cause, Content, DispatchResult, ProtocolError, Reply, ResourceBody,
 };
 pub use services::Services;
-pub use surface::{Failure, Stage, Surface, offered_specs};
+pub use surface::{Failure, Issue, Stage, Surface, offered_specs};
 pub use tools::{
     CommandLine, DEFAULT_SURFACE, DefaultSurface, SPILL_DIR, apply_patch_text, run_command,
+    sandbox_refusal_note,
 };
 
 #[cfg(test)]

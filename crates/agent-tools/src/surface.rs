@@ -31,6 +31,41 @@ pub struct Failure<'a> {
     pub error: ToolError,
     /// Whether the caller had cancelled the call when it failed.
     pub cancelled: bool,
+    /// At [`Stage::Validation`], what in the arguments broke the schema,
+    /// typed (surfaces that word each issue their own way read these);
+    /// empty otherwise.
+    pub issues: Vec<Issue>,
+}
+
+/// One way the arguments of a call broke the tool's schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Issue {
+    /// A required argument is missing.
+    Missing {
+        /// Its name.
+        param: String,
+    },
+    /// An argument has the wrong JSON type.
+    WrongType {
+        /// Its name.
+        param: String,
+        /// The type the schema asks for (`string`, `integer`, ...).
+        expected: String,
+        /// The type given.
+        received: String,
+    },
+    /// An argument the tool does not take.
+    Unexpected {
+        /// Its name.
+        param: String,
+    },
+    /// Anything else (a value out of range, a string not in an enum).
+    Other {
+        /// Where, as a JSON pointer into the arguments.
+        at: String,
+        /// What, in the validator's words.
+        message: String,
+    },
 }
 
 impl Failure<'_> {

@@ -193,3 +193,57 @@ fn concurrent_calls_from_many_threads() {
         handle.join().unwrap();
     }
 }
+
+#[test]
+fn a_sandbox_without_a_launcher_is_refused_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Config::builder(dir.path())
+        .sandbox(CommandSandbox::On { network: false })
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, StartupError::SandboxNeedsLauncher), "{err}");
+    assert!(err.to_string().contains("launcher"), "{err}");
+}
+
+#[test]
+fn the_sandbox_policy_follows_the_root_and_the_mode() {
+    if let Err(err) = agent_tools_sandbox::landlock_abi() {
+        eprintln!("skipped: no command sandbox on this machine: {err}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let launcher = Launcher::new("/bin/false", []);
+    for (read_only, network) in [(false, false), (true, true)] {
+        let config = Config::builder(dir.path())
+            .bash_launcher(launcher.clone())
+            .read_only(read_only)
+            .sandbox(CommandSandbox::On { network })
+            .build()
+            .unwrap();
+        let sandbox = config.sandbox().unwrap();
+        let policy = sandbox.policy();
+        let (writable, ro) = if read_only {
+            (vec![], vec![root.clone()])
+        } else {
+            (vec![root.clone()], vec![])
+        };
+        assert_eq!(policy.writable(), writable);
+        assert_eq!(policy.read_only(), ro);
+        assert_eq!(policy.network(), network);
+        let tmp = sandbox.tmp_dir().to_path_buf();
+        assert!(tmp.is_dir());
+        assert_eq!(
+            policy.tmp_dir(),
+            Some(std::fs::canonicalize(&tmp).unwrap().as_path())
+        );
+        // The private folder lives as long as the config (and its clones).
+        let clone = config.clone();
+        drop(config);
+        assert!(tmp.is_dir());
+        drop(clone);
+        assert!(!tmp.exists());
+    }
+    let off = Config::builder(dir.path()).build().unwrap();
+    assert!(off.sandbox().is_none());
+}

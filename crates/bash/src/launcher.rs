@@ -13,18 +13,24 @@
 //! 3. Becomes a child subreaper: a descendant whose parent dies is handed to
 //!    the launcher, not to init, so every process the command starts stays
 //!    in the launcher's subtree, `setsid` or not.
-//! 4. Starts the shell as its child, in its own process group (the runner
+//! 4. With a sandbox policy among its arguments
+//!    ([`SandboxPolicy::to_args`]), restricts itself to it
+//!    ([`SandboxPolicy::enforce`]); the shell and all it starts inherit the
+//!    restriction, and the shell gets the policy's temporary folder as
+//!    `TMPDIR`. If the policy cannot be put in force, nothing is run: the
+//!    reason goes to stderr and the launcher exits with
+//!    [`EXIT_NOT_STARTED`]. The launcher's own work (signals, reaping,
+//!    reading `/proc`) needs no right the sandbox takes away.
+//! 5. Starts the shell as its child, in its own process group (the runner
 //!    made the launcher the group's leader).
-//! 5. Waits. When the shell ends, it exits the same way: with the shell's
+//! 6. Waits. When the shell ends, it exits the same way: with the shell's
 //!    exit code, or by raising the signal that killed it. Background jobs
 //!    are left running, as without a launcher.
-//! 6. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
+//! 7. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
 //!    cancellation reaches the launcher too) it `SIGKILL`s every descendant
 //!    that left the process group, which the group kill cannot reach, and
 //!    keeps waiting for the shell. On `SIGHUP` from a dead parent it kills
 //!    those and then the whole group, itself included.
-//!
-//! Later steps (a sandbox, say) fit between 3 and 4.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -37,6 +43,8 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
+use agent_tools_sandbox::{SandboxPolicy, TMPDIR_VAR};
+
 use crate::procs;
 
 /// The argument that precedes the caller's process id.
@@ -48,8 +56,8 @@ pub const EXIT_USAGE: i32 = 125;
 /// shell could not be started.
 pub const EXIT_NOT_STARTED: i32 = 126;
 
-/// Runs the launcher with its arguments (`--parent-pid PID -- PROGRAM
-/// ARGS...`, without the binary's own name or subcommand) and returns the
+/// Runs the launcher with its arguments (`--parent-pid PID [POLICY...] --
+/// PROGRAM ARGS...`, without the binary's own name or subcommand) and returns the
 /// exit code to end with. When the shell was killed by a signal, the
 /// launcher raises that signal on itself and does not return.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
@@ -58,13 +66,20 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         args.next();
         return exec_unblocked(args);
     }
-    let (Some(flag), Some(parent), Some(dashes)) = (args.next(), args.next(), args.next()) else {
+    let (Some(flag), Some(parent)) = (args.next(), args.next()) else {
         return usage();
     };
     let Some(parent) = parent.to_str().and_then(|p| p.parse::<i32>().ok()) else {
         return usage();
     };
-    if flag != PARENT_PID_ARG || dashes != "--" {
+    let sandbox = match SandboxPolicy::take_args(&mut args) {
+        Ok(sandbox) => sandbox,
+        Err(err) => {
+            eprintln!("agent-tools launcher: {err}");
+            return EXIT_USAGE;
+        }
+    };
+    if flag != PARENT_PID_ARG || args.next().is_none_or(|dashes| dashes != "--") {
         return usage();
     }
     let Some(program) = args.next() else {
@@ -94,6 +109,16 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         return EXIT_NOT_STARTED;
     }
     let _ = prctl::set_child_subreaper(true);
+    if let Some(policy) = &sandbox {
+        // Partial coverage (a kernel older than the ruleset's ABI) is
+        // reported once by the server at startup, not on every command.
+        if let Err(err) = policy.enforce() {
+            eprintln!(
+                "agent-tools launcher: the sandbox could not be put in force, so the command was not run: {err}"
+            );
+            return EXIT_NOT_STARTED;
+        }
+    }
 
     // A child inherits the signal mask, and the standard library offers no
     // safe way to clear it between fork and exec. So the child is this same
@@ -106,6 +131,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         .arg("--")
         .arg(&program)
         .args(&rest);
+    if let Some(tmp) = sandbox.as_ref().and_then(SandboxPolicy::tmp_dir) {
+        child.env(TMPDIR_VAR, tmp);
+    }
     let shell = match child.spawn() {
         Ok(child) => Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)),
         Err(err) => {
@@ -175,7 +203,7 @@ fn exec_unblocked(mut args: impl Iterator<Item = OsString>) -> i32 {
 }
 
 fn usage() -> i32 {
-    eprintln!("usage: {PARENT_PID_ARG} PID -- PROGRAM [ARGS...]");
+    eprintln!("usage: {PARENT_PID_ARG} PID [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]");
     EXIT_USAGE
 }
 

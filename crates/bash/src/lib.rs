@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod background;
 mod capture;
 pub mod launcher;
 mod outcome;
@@ -45,6 +46,8 @@ mod procs;
 mod request;
 mod runner;
 
+pub use agent_tools_sandbox as sandbox;
+pub use background::{BackgroundJob, BackgroundJobs, Stopped};
 pub use capture::json_escaped_len;
 pub use outcome::RunOutcome;
 pub use request::{

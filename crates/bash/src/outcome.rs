@@ -42,6 +42,12 @@ pub struct RunOutcome {
     /// Invalid UTF-8 in the inline output was replaced.
     #[serde(skip_serializing_if = "is_false")]
     pub lossy: bool,
+    /// The command ran in a sandbox, failed, and its inline output holds a
+    /// refusal message (`Permission denied`, `Connection refused`, ...):
+    /// the sandbox **may** have refused it something. A hint for the
+    /// caller to pass on, not part of the JSON shape (callers word it).
+    #[serde(skip)]
+    pub maybe_sandbox_refusal: bool,
     /// Bytes of stdout dropped past the cut (with
     /// [`OutputLimits::cut_per_stream`](crate::OutputLimits::cut_per_stream)).
     #[serde(skip_serializing_if = "is_zero")]
@@ -130,6 +136,7 @@ mod tests {
             lossy: true,
             stdout_dropped: 7,
             stderr_dropped: 0,
+            maybe_sandbox_refusal: true,
         };
         assert_eq!(outcome.to_json(), serde_json::to_value(&outcome).unwrap());
         let plain = RunOutcome {

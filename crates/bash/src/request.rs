@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_tools_error::{ToolError, ToolResult};
+use agent_tools_sandbox::SandboxPolicy;
 
 /// Timeout used when the caller asks for none: two minutes.
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -152,8 +153,11 @@ impl Eq for SpillOpener {}
 /// A program the shell is started through, e.g. one that ties the command's
 /// life to the caller's (see [`crate::launcher`]).
 ///
-/// The runner starts `PROGRAM ARGS... --parent-pid PID -- /bin/sh -c
-/// COMMAND`; `PID` is the caller's process id. The program must end up
+/// The runner starts `PROGRAM ARGS... --parent-pid PID [POLICY...] --
+/// /bin/sh -c COMMAND`; `PID` is the caller's process id and `POLICY` the
+/// request's sandbox policy as arguments
+/// ([`SandboxPolicy::to_args`]), which the launcher must put in force
+/// before it starts the shell, or refuse to start it. The program must end up
 /// running the shell with the same stdin, stdout and stderr, in its own
 /// process group (the runner makes the launcher its leader), and exit with
 /// the shell's status: its exit code, or the signal that killed it, raised
@@ -201,6 +205,7 @@ pub struct RunRequest {
     spill_opener: Option<SpillOpener>,
     launcher: Option<Launcher>,
     kill_grace: Duration,
+    sandbox: Option<SandboxPolicy>,
 }
 
 impl RunRequest {
@@ -233,6 +238,7 @@ impl RunRequest {
             spill_opener: None,
             launcher: None,
             kill_grace: crate::runner::KILL_GRACE,
+            sandbox: None,
         })
     }
 
@@ -311,6 +317,20 @@ impl RunRequest {
     pub fn with_launcher(mut self, launcher: Launcher) -> Self {
         self.launcher = Some(launcher);
         self
+    }
+
+    /// Runs the command confined by `policy`. The launcher puts it in
+    /// force before it starts the command (see [`crate::launcher`]), so a
+    /// launcher is needed: without one the run fails with `invalid_input`
+    /// and nothing is started.
+    pub fn with_sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = Some(policy);
+        self
+    }
+
+    /// The sandbox policy, if one was set.
+    pub fn sandbox(&self) -> Option<&SandboxPolicy> {
+        self.sandbox.as_ref()
     }
 
     /// The spill opener, if one was set.

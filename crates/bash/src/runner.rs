@@ -79,6 +79,36 @@ struct Kill {
     group_gone: bool,
 }
 
+/// The process that starts `req`'s program: the launcher (with the parent's
+/// pid and the sandbox policy, which it puts in force between fork and
+/// exec) when there is one, else the program itself. Its arguments follow.
+/// Every way of starting a command goes through here, so none can skip the
+/// launcher or the sandbox.
+pub(crate) fn launch_command(req: &RunRequest) -> ToolResult<Command> {
+    let (program, _) = req.program_and_args();
+    match req.launcher() {
+        Some(launcher) => {
+            let mut command = Command::new(launcher.program());
+            command
+                .args(launcher.args())
+                .arg(crate::launcher::PARENT_PID_ARG)
+                .arg(std::process::id().to_string());
+            if let Some(policy) = req.sandbox() {
+                command.args(policy.to_args());
+            }
+            command.arg("--").arg(program);
+            Ok(command)
+        }
+        // Without a launcher there is nowhere to put the policy in force
+        // (safely).
+        None if req.sandbox().is_some() => Err(ToolError::new(
+            ErrorCode::InvalidInput,
+            "a sandboxed command needs a launcher to apply the sandbox; none was given",
+        )),
+        None => Ok(Command::new(program)),
+    }
+}
+
 /// Runs `req`, polling `cancel` at least every [`CANCEL_POLL`].
 ///
 /// The command runs as `/bin/sh -c COMMAND` in `req.cwd()`, with stdin from
@@ -108,19 +138,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
     let (program, args) = req.program_and_args();
-    let mut command = match req.launcher() {
-        Some(launcher) => {
-            let mut command = Command::new(launcher.program());
-            command
-                .args(launcher.args())
-                .arg(crate::launcher::PARENT_PID_ARG)
-                .arg(std::process::id().to_string())
-                .arg("--")
-                .arg(program);
-            command
-        }
-        None => Command::new(program),
-    };
+    let mut command = launch_command(req)?;
     let mut child = command
         .args(args)
         .current_dir(req.cwd())
@@ -465,6 +483,10 @@ impl Pump<'_> {
         let out = out.finish().map_err(io_err)?;
         let err = err.finish().map_err(io_err)?;
         let mut outcome = assemble(out, err, status);
+        outcome.maybe_sandbox_refusal = self.req.sandbox().is_some()
+            && outcome.exit_code != Some(0)
+            && (agent_tools_sandbox::mentions_refusal(&outcome.stderr)
+                || agent_tools_sandbox::mentions_refusal(&outcome.stdout));
         let Some(reason) = kill else {
             if status.is_none() {
                 return Err(ToolError::internal(
@@ -531,6 +553,7 @@ fn assemble(out: Captured, err: Captured, status: Option<ExitStatus>) -> RunOutc
         lossy: out.lossy || err.lossy,
         stdout_dropped: out.dropped,
         stderr_dropped: err.dropped,
+        maybe_sandbox_refusal: false,
     }
 }
 

@@ -595,3 +595,24 @@ fn the_kill_grace_can_be_set_and_a_timeout_keeps_the_cut_output() {
     assert_eq!(field(&err, "stdout_dropped"), 2000);
     assert_eq!(ws.req("true").kill_grace(), agent_tools_bash::KILL_GRACE);
 }
+
+#[test]
+fn a_sandboxed_request_without_a_launcher_is_refused_before_anything_runs() {
+    let ws = Ws::new();
+    let policy =
+        agent_tools_bash::sandbox::SandboxPolicy::new(vec![ws.root().to_path_buf()], vec![])
+            .unwrap();
+    let req = ws.req("touch ran").with_sandbox(policy);
+    let err = run_req(&req).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidInput);
+    assert!(err.message().contains("launcher"), "{}", err.message());
+    assert!(!ws.root().join("ran").exists());
+}
+
+#[test]
+fn an_unsandboxed_failure_is_never_called_a_sandbox_refusal() {
+    let ws = Ws::new();
+    let outcome = ws.run("echo 'Permission denied' >&2; exit 1");
+    assert_eq!(outcome.exit_code, Some(1));
+    assert!(!outcome.maybe_sandbox_refusal);
+}

@@ -212,6 +212,29 @@ impl FileStamp {
         }
     }
 
+    /// The modification time recorded.
+    pub fn modified(&self) -> std::time::SystemTime {
+        let nanos = u32::try_from(self.mtime_nsec).unwrap_or(0);
+        match u64::try_from(self.mtime) {
+            Ok(secs) => std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos),
+            Err(_) => {
+                std::time::UNIX_EPOCH - std::time::Duration::from_secs(self.mtime.unsigned_abs())
+                    + std::time::Duration::from_nanos(u64::from(nanos))
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn default_for_tests() -> FileStamp {
+        FileStamp {
+            dev: 0,
+            ino: 0,
+            len: 0,
+            mtime: 0,
+            mtime_nsec: 0,
+        }
+    }
+
     /// Whether both name the same file (device and inode), whatever its
     /// content.
     pub fn same_file(&self, other: &FileStamp) -> bool {

@@ -205,6 +205,22 @@ impl FileTools {
     }
 }
 
+/// What the engine tells a caller whose `old` was not found in `text`
+/// (exactly): the regions of the file closest to it, their lines and
+/// similarity and what differs, and a short diff against the closest one,
+/// so the caller can fix `old` in one step. One paragraph per note, without
+/// a headline; surfaces put their own first.
+pub fn closest_regions_note(text: &str, old: &str) -> String {
+    let context = matching::Context {
+        path: "",
+        ending: LineEnding::Lf,
+        max_bytes: u64::MAX,
+        origin: &matching::same_line,
+    };
+    let close = matching::closest(text, old);
+    hint::no_match_notes(text, old, &close, &context).join("\n")
+}
+
 fn edit_of(spec: &EditSpec) -> Edit<'_> {
     Edit {
         old: &spec.old_string,
@@ -230,5 +246,27 @@ fn ending_for<'e, 'a: 'e>(text: &str, edits: impl IntoIterator<Item = &'e Edit<'
         LineEnding::CrLf
     } else {
         LineEnding::Lf
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closest_regions_note;
+
+    #[test]
+    fn the_closest_region_is_named_with_a_diff() {
+        let text = "fn main() {\n    let total = 1;\n    println!(\"{total}\");\n}\n";
+        let note = closest_regions_note(text, "    let totl = 1;\n    println!(\"{total}\");");
+        assert!(
+            note.starts_with("The closest region of the file:\n- lines 2-3, "),
+            "{note}"
+        );
+        assert!(note.contains("@@"), "{note}");
+        assert!(note.contains("+    let total = 1;"), "{note}");
+        assert_eq!(closest_regions_note("", "x"), "The file is empty.");
+        assert_eq!(
+            closest_regions_note("alpha\nbeta\n", "zzzzzz qqqq"),
+            "No part of the file is close to it; read the file again to see its current content."
+        );
     }
 }

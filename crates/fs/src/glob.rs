@@ -7,7 +7,7 @@ use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 
-use crate::indexed::scan_note;
+use crate::indexed::{below, scan_note};
 use crate::walk::{Flow, Walk, skipped_note};
 use crate::{FileTools, GlobArgs, cancelled, page};
 
@@ -22,8 +22,33 @@ impl FileTools {
 
     /// [`glob`](Self::glob), stopping with an error once `cancel` is set.
     pub fn glob_with(&self, args: &GlobArgs, cancel: &AtomicBool) -> ToolResult<String> {
-        let ws = self.workspace();
         page::check_limit(args.limit)?;
+        let found = self.glob_files(args, cancel)?;
+        let note = found.note;
+        let mut files = found.files;
+        if files.is_empty() {
+            return Ok(format!("{NO_MATCHES}{}", with_newline_before(&note)));
+        }
+        files.sort_unstable_by(|a, b| {
+            b.modified
+                .cmp(&a.modified)
+                .then_with(|| a.shown.cmp(&b.shown))
+        });
+        let lines: Vec<String> = files.into_iter().map(|file| file.shown + "\n").collect();
+        Ok(page::render(
+            lines.iter().map(String::as_str),
+            args.offset,
+            args.limit,
+            self.limits().max_output_bytes,
+            &note,
+        ))
+    }
+
+    /// The files `glob` finds, unsorted and unpaged, each with its
+    /// modification time, for callers that order and print them their own
+    /// way (`offset` and `limit` of `args` are not used).
+    pub fn glob_files(&self, args: &GlobArgs, cancel: &AtomicBool) -> ToolResult<GlobFound> {
+        let ws = self.workspace();
         let base = ws.resolve_dir(args.path.as_deref(), "glob searches a directory")?;
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
@@ -32,12 +57,19 @@ impl FileTools {
         let mut scan_why = String::new();
         if args.respect_gitignore {
             match self.indexed_files(&base, |rel| matcher.is_match(rel)) {
-                Ok(Some(files)) => {
-                    let mut found: Vec<(SystemTime, String)> = files
+                Ok(Some((under, files))) => {
+                    let files = files
                         .into_iter()
-                        .map(|file| (file.modified, quote_text(&file.path).into_owned()))
+                        .map(|file| GlobFile {
+                            shown: quote_text(&file.path).into_owned(),
+                            rel: below(&file.path, &under).to_owned(),
+                            modified: file.modified,
+                        })
                         .collect();
-                    return Ok(self.render_glob(args, &mut found, ""));
+                    return Ok(GlobFound {
+                        files,
+                        note: String::new(),
+                    });
                 }
                 Ok(None) => {}
                 Err(why) => scan_why = scan_note(&why),
@@ -62,8 +94,11 @@ impl FileTools {
                         .ok()
                         .and_then(|m| m.modified().ok())
                         .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
-                    sink.found
-                        .push((modified, quote_text(entry.shown).into_owned()));
+                    sink.found.push(GlobFile {
+                        shown: quote_text(entry.shown).into_owned(),
+                        rel: entry.rel.to_owned(),
+                        modified,
+                    });
                 }
                 Flow::Continue
             },
@@ -71,30 +106,11 @@ impl FileTools {
         if walked.cancelled {
             return Err(cancelled());
         }
-        let mut found = walked.found;
         let note = skipped_note(&mut walked.skipped) + &scan_why;
-        Ok(self.render_glob(args, &mut found, &note))
-    }
-
-    /// Most recently modified first (then by path), paged.
-    fn render_glob(
-        &self,
-        args: &GlobArgs,
-        found: &mut [(SystemTime, String)],
-        note: &str,
-    ) -> String {
-        if found.is_empty() {
-            return format!("{NO_MATCHES}{}", with_newline_before(note));
-        }
-        found.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let lines: Vec<String> = found.iter().map(|(_, path)| format!("{path}\n")).collect();
-        page::render(
-            lines.iter().map(String::as_str),
-            args.offset,
-            args.limit,
-            self.limits().max_output_bytes,
+        Ok(GlobFound {
+            files: walked.found,
             note,
-        )
+        })
     }
 }
 
@@ -109,6 +125,27 @@ pub(crate) fn compile(pattern: &str, shown: &str) -> ToolResult<globset::Glob> {
         .map_err(|err| {
             ToolError::invalid_input(format!("bad glob pattern {shown:?}: {}", err.kind()))
         })
+}
+
+/// A file `glob` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobFile {
+    /// Its path as `glob` prints it: relative to the root, quoted when it
+    /// holds odd characters.
+    pub shown: String,
+    /// Its path relative to the directory searched, `/`-separated, raw.
+    pub rel: String,
+    /// Its modification time (the epoch when it could not be read).
+    pub modified: SystemTime,
+}
+
+/// What [`FileTools::glob_files`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobFound {
+    /// The files, in no particular order.
+    pub files: Vec<GlobFile>,
+    /// The note naming what the walk could not look at, or empty.
+    pub note: String,
 }
 
 fn with_newline_before(note: &str) -> String {
@@ -141,4 +178,50 @@ fn absolute_to_relative(
         }
     }
     pattern.to_string()
+}
+
+impl FileTools {
+    /// The files under `base` whose path relative to it matches `pattern`
+    /// (the glob syntax of [`glob`](Self::glob): `*` stays within a
+    /// directory, `**` crosses them), as `/`-separated relative paths,
+    /// sorted. Every file is looked at (no ignore files); symlinks are not
+    /// followed. The second list names what could not be looked at.
+    pub fn glob_paths(
+        &self,
+        base: &agent_tools_confine::ConfinedPath,
+        pattern: &str,
+        cancel: &AtomicBool,
+    ) -> ToolResult<(Vec<String>, Vec<String>)> {
+        let matcher = compile(pattern, pattern)?.compile_matcher();
+        let walk = Walk {
+            workspace: self.workspace(),
+            base,
+            respect_gitignore: false,
+            cancel,
+            visit_dirs: false,
+            max_depth: None,
+            exclude: None,
+        };
+        let walked = walk.run(
+            || (),
+            |_, entry, sink| {
+                if matcher.is_match(entry.rel) {
+                    sink.found.push(entry.rel.to_string());
+                }
+                Flow::Continue
+            },
+        )?;
+        if walked.cancelled {
+            return Err(cancelled());
+        }
+        let mut found = walked.found;
+        found.sort_unstable();
+        let mut skipped = walked.skipped;
+        skipped.sort_unstable();
+        let skipped = skipped
+            .into_iter()
+            .map(|s| format!("{} ({})", s.path, s.why))
+            .collect();
+        Ok((found, skipped))
+    }
 }

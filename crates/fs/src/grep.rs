@@ -9,6 +9,7 @@
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::SystemTime;
 
 use agent_tools_confine::{OpenRegularError, open_regular_at, quote_text};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
@@ -42,6 +43,10 @@ struct Line {
 struct FileHits {
     /// The path as printed (quoted when it needs to be).
     path: String,
+    /// The path relative to the search base, raw.
+    rel: String,
+    /// The file's modification time.
+    modified: SystemTime,
     lines: Vec<Line>,
     matches: u64,
 }
@@ -72,6 +77,8 @@ impl Budget {
 
 struct Collector<'a> {
     hits: FileHits,
+    /// Set for only-matching output: each match's text is a line of its own.
+    only_matching: Option<&'a RegexMatcher>,
     budget: &'a Budget,
     mode: OutputMode,
     multiline: bool,
@@ -103,6 +110,38 @@ impl Collector<'_> {
     }
 }
 
+impl Collector<'_> {
+    /// The non-empty matches within `bytes` (a match's lines, starting at
+    /// line `first`), each a result of its own at the line it starts on.
+    fn push_matches(&mut self, matcher: &RegexMatcher, first: u64, bytes: &[u8]) -> bool {
+        use grep_matcher::Matcher as _;
+        let mut spans = Vec::new();
+        let _ = matcher.find_iter(bytes, |found| {
+            if !found.is_empty() {
+                spans.push((found.start(), found.end()));
+            }
+            true
+        });
+        let mut more = true;
+        for (start, end) in spans {
+            let number = first + bytecount::count(&bytes[..start], b'\n') as u64;
+            let text = String::from_utf8_lossy(&bytes[start..end]);
+            let text = truncate_line(text.trim_end_matches(['\n', '\r'])).into_owned();
+            self.hits.matches += 1;
+            more &= self.budget.charge(text.len() + self.hits.path.len() + 16);
+            self.hits.lines.push(Line {
+                number,
+                is_match: true,
+                text,
+            });
+            if !more {
+                break;
+            }
+        }
+        more
+    }
+}
+
 impl SearchSink for Collector<'_> {
     type Error = std::io::Error;
 
@@ -120,6 +159,11 @@ impl SearchSink for Collector<'_> {
             }
             // Files mode needs one match a file; count mode goes on.
             return Ok(self.mode == OutputMode::Count && !self.budget.is_cut());
+        }
+        if let Some(matcher) = self.only_matching {
+            return Ok(self.push_matches(matcher, first, mat.bytes())
+                && !self.budget.is_cut()
+                && !self.cancel.load(Ordering::Relaxed));
         }
         // A multiline match may span the whole file: stop taking its lines
         // once the budget is spent, rather than after all of them.
@@ -188,15 +232,106 @@ impl FileTools {
 
     /// [`grep`](Self::grep), stopping with an error once `cancel` is set.
     pub fn grep_with(&self, args: &GrepArgs, cancel: &AtomicBool) -> ToolResult<String> {
-        let ws = self.workspace();
-        let base = ws.resolve_or_root(args.path.as_deref())?;
-        let matcher = build_matcher(args)?;
         if args.head_limit == Some(0) {
             return Err(ToolError::invalid_input(
                 "head_limit must be at least 1; omit it for all results",
             ));
         }
-        let filter = args.glob.as_deref().map(NameFilter::new).transpose()?;
+        let filters = args
+            .glob
+            .as_deref()
+            .map(NameFilter::new)
+            .transpose()?
+            .into_iter()
+            .collect();
+        let extras = Extras {
+            filters,
+            types: None,
+            only_matching: false,
+        };
+        let mut searched = self.search(args, &extras, cancel)?;
+        let mode = args.output_mode;
+        let before = args.before_context.unwrap_or(args.context) as usize;
+        let after = args.after_context.unwrap_or(args.context) as usize;
+        let with_context = mode == OutputMode::Content && (before > 0 || after > 0);
+        let note = skipped_note(&mut searched.skipped) + &searched.scan_note;
+        let mut out = self.render_grep(
+            args,
+            &searched.found,
+            with_context,
+            searched.cut,
+            note.len(),
+        );
+        out.push_str(&note);
+        Ok(out)
+    }
+
+    /// The files `query` matches, each with its matching lines (and context
+    /// lines, in content mode) in line order, unpaged and unsorted, for
+    /// callers that order and print them their own way. `head_limit` and
+    /// `offset` of the query's arguments are not used, nor its `glob` (the
+    /// query's `globs` are). Gathering stops at eight times the output
+    /// budget (`cut` says so).
+    pub fn grep_files(&self, query: &GrepQuery, cancel: &AtomicBool) -> ToolResult<GrepFound> {
+        let filters = query
+            .globs
+            .iter()
+            .map(|glob| NameFilter::new(glob))
+            .collect::<ToolResult<Vec<_>>>()?;
+        let types = match &query.file_type {
+            None => None,
+            Some(name) => {
+                let mut builder = ignore::types::TypesBuilder::new();
+                builder.add_defaults();
+                builder.select(name);
+                Some(builder.build().map_err(|err| {
+                    ToolError::invalid_input(format!("file type {name:?}: {err}"))
+                })?)
+            }
+        };
+        let extras = Extras {
+            filters,
+            types,
+            only_matching: query.only_matching,
+        };
+        let mut searched = self.search(&query.args, &extras, cancel)?;
+        let files = searched
+            .found
+            .into_iter()
+            .map(|hits| GrepFile {
+                shown: hits.path,
+                rel: hits.rel,
+                modified: hits.modified,
+                matches: hits.matches,
+                lines: hits
+                    .lines
+                    .into_iter()
+                    .map(|line| GrepLine {
+                        number: line.number,
+                        is_match: line.is_match,
+                        text: line.text,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(GrepFound {
+            files,
+            note: skipped_note(&mut searched.skipped) + &searched.scan_note,
+            cut: searched.cut,
+        })
+    }
+
+    /// The search both outputs share: every file with a match, sorted by
+    /// path.
+    fn search(
+        &self,
+        args: &GrepArgs,
+        extras: &Extras,
+        cancel: &AtomicBool,
+    ) -> ToolResult<Searched> {
+        let ws = self.workspace();
+        let base = ws.resolve_or_root(args.path.as_deref())?;
+        let matcher = build_matcher(args)?;
         let meta = ws.metadata(&base)?;
 
         let mode = args.output_mode;
@@ -228,13 +363,23 @@ impl FileTools {
                 .heap_limit(Some(max_file_bytes))
                 .build()
         };
+        let only_matching =
+            (extras.only_matching && mode == OutputMode::Content).then_some(&matcher);
         let search_one = |searcher: &mut Searcher,
                           file: std::fs::File,
-                          shown: String|
+                          shown: String,
+                          rel: String|
          -> Result<Option<FileHits>, Unsearched> {
+            let modified = file
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
             let mut collector = Collector {
+                only_matching,
                 hits: FileHits {
                     path: shown,
+                    rel,
+                    modified,
                     lines: Vec::new(),
                     matches: 0,
                 },
@@ -278,7 +423,11 @@ impl FileTools {
             // being searched is an error, never a silent "(no matches)".
             let (file, _) = ws.open_regular(&base, "grep searches a file or a directory")?;
             let mut searcher = make_searcher();
-            match search_one(&mut searcher, file, base.display().to_string()) {
+            let name = base
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match search_one(&mut searcher, file, base.display().to_string(), name) {
                 Ok(hits) => hits.into_iter().collect(),
                 Err(Unsearched::Binary) => {
                     return Err(ToolError::new(
@@ -295,21 +444,18 @@ impl FileTools {
             }
         } else {
             // One file found by the walk or named by the index: filtered by
-            // the glob, opened beneath `dir`, searched, its hits or the
-            // reason it was skipped kept.
+            // the globs and types, opened beneath `dir`, searched, its hits
+            // or the reason it was skipped kept.
             let visit = |searcher: &mut Searcher,
                          dir: &Dir,
-                         open_as: &str,
-                         rel: &str,
                          name: &str,
+                         rel: &str,
                          shown: &str,
                          sink: &mut Sink<FileHits>| {
-                if let Some(filter) = &filter
-                    && !filter.allows(rel, name)
-                {
+                if !extras.allows(rel, name) {
                     return;
                 }
-                let file = match open_regular_at(dir, std::path::Path::new(open_as)) {
+                let file = match open_regular_at(dir, std::path::Path::new(name)) {
                     Ok((file, _)) => file,
                     Err(OpenRegularError::NotRegular(kind)) => {
                         sink.skipped
@@ -322,7 +468,12 @@ impl FileTools {
                         return;
                     }
                 };
-                match search_one(searcher, file, quote_text(shown).into_owned()) {
+                match search_one(
+                    searcher,
+                    file,
+                    quote_text(shown).into_owned(),
+                    rel.to_owned(),
+                ) {
                     Ok(Some(hits)) => sink.found.push(hits),
                     Ok(None) | Err(Unsearched::Binary) => {}
                     Err(Unsearched::Failed(why)) => {
@@ -347,7 +498,7 @@ impl FileTools {
                         if budget.is_cut() || cancel.load(Ordering::Relaxed) {
                             return Flow::Quit;
                         }
-                        visit(searcher, dir, name, below(path, &under), name, path, sink);
+                        visit(searcher, dir, name, below(path, &under), path, sink);
                         Flow::Continue
                     },
                 );
@@ -375,7 +526,6 @@ impl FileTools {
                         entry.dir,
                         entry.name,
                         entry.rel,
-                        entry.name,
                         entry.shown,
                         sink,
                     );
@@ -389,16 +539,12 @@ impl FileTools {
             return Err(cancelled());
         }
         found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-        let note = skipped_note(&mut skipped) + &scan_why;
-        let mut out = self.render_grep(
-            args,
-            &found,
-            before > 0 || after > 0,
-            budget.is_cut(),
-            note.len(),
-        );
-        out.push_str(&note);
-        Ok(out)
+        Ok(Searched {
+            found,
+            skipped,
+            scan_note: scan_why,
+            cut: budget.is_cut(),
+        })
     }
 
     fn render_grep(
@@ -547,6 +693,94 @@ fn render_content(
     page
 }
 
+/// What a search gathered.
+struct Searched {
+    found: Vec<FileHits>,
+    skipped: Vec<Skipped>,
+    /// Why the index was passed over for a walk, when that is worth saying
+    /// (see `indexed::scan_note`), or empty.
+    scan_note: String,
+    cut: bool,
+}
+
+/// Filters and output choices beyond [`GrepArgs`].
+struct Extras {
+    /// Globs a file must pass (all of them).
+    filters: Vec<NameFilter>,
+    /// ripgrep's file types, one selected.
+    types: Option<ignore::types::Types>,
+    only_matching: bool,
+}
+
+impl Extras {
+    fn allows(&self, rel: &str, name: &str) -> bool {
+        if let Some(types) = &self.types
+            && !types.matched(rel, false).is_whitelist()
+        {
+            return false;
+        }
+        let (negated, positive): (Vec<&NameFilter>, Vec<&NameFilter>) =
+            self.filters.iter().partition(|filter| filter.negated);
+        negated.iter().all(|filter| filter.allows(rel, name))
+            && (positive.is_empty() || positive.iter().any(|filter| filter.allows(rel, name)))
+    }
+}
+
+/// A search for [`FileTools::grep_files`]: grep's arguments, plus ripgrep
+/// file types and only-matching output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepQuery {
+    /// Pattern, path, mode, case, multiline and context (`glob`,
+    /// `head_limit` and `offset` are not used).
+    pub args: GrepArgs,
+    /// Globs as grep's `glob` takes them; a file must match one of those
+    /// without `!` (when there are any) and none of those with `!`.
+    pub globs: Vec<String>,
+    /// One of ripgrep's file types (`rust`, `py`, `js`, ...).
+    pub file_type: Option<String>,
+    /// In content mode, each match's text instead of its line.
+    pub only_matching: bool,
+}
+
+/// A line `grep_files` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepLine {
+    /// Its 1-based number.
+    pub number: u64,
+    /// A matching line (or match), rather than context.
+    pub is_match: bool,
+    /// Its text, without the line break, cut at 2,000 characters.
+    pub text: String,
+}
+
+/// A file `grep_files` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepFile {
+    /// Its path as grep prints it (relative to the root, quoted if odd).
+    pub shown: String,
+    /// Its path relative to the searched directory (its name when a file
+    /// was searched), raw.
+    pub rel: String,
+    /// Its modification time.
+    pub modified: SystemTime,
+    /// Matching lines (in multiline mode, lines of matches; with
+    /// only-matching, matches).
+    pub matches: u64,
+    /// In content mode, the lines, in order.
+    pub lines: Vec<GrepLine>,
+}
+
+/// What [`FileTools::grep_files`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepFound {
+    /// The files, sorted by path.
+    pub files: Vec<GrepFile>,
+    /// What the walk could not look at, or empty.
+    pub note: String,
+    /// Gathering stopped at its budget: the results are incomplete.
+    pub cut: bool,
+}
+
 /// Why the searcher gave up on a file at its memory bound, in words an agent
 /// can act on.
 fn memory_bound(multiline: bool, max_file_bytes: usize) -> String {
@@ -559,6 +793,9 @@ fn memory_bound(multiline: bool, max_file_bytes: usize) -> String {
     }
 }
 
+/// The matcher of a grep. The workspace index parses the pattern with the
+/// same flags to choose candidate files (`indexed::grep_query`): a flag
+/// added here must be added there.
 fn build_matcher(args: &GrepArgs) -> ToolResult<RegexMatcher> {
     let mut builder = RegexMatcherBuilder::new();
     builder

@@ -62,18 +62,19 @@ impl FileTools {
     }
 
     /// The files under `base` whose path relative to it `keep` accepts,
-    /// from the index (`Ok(None)` when there is no index).
+    /// from the index, with `base` relative to the root (`Ok(None)` when
+    /// there is no index).
     pub(crate) fn indexed_files(
         &self,
         base: &ConfinedPath,
         keep: impl Fn(&str) -> bool,
-    ) -> Result<Option<Vec<ListedFile>>, NotServed> {
+    ) -> Result<Option<(String, Vec<ListedFile>)>, NotServed> {
         let Some((index, under)) = self.index_for(base) else {
             return Ok(None);
         };
         index
             .files_where(&under, |path| keep(below(path, &under)))
-            .map(Some)
+            .map(|files| Some((under, files)))
     }
 
     /// The files under `base` that may hold a match of the grep, from the

@@ -28,6 +28,7 @@ use agent_tools_error::ToolResult;
 
 mod args;
 mod atomic;
+pub mod ecma;
 mod edit;
 mod find;
 mod glob;
@@ -38,6 +39,7 @@ mod lock;
 mod newlines;
 mod page;
 mod read;
+mod stale;
 pub mod tolerant;
 mod walk;
 mod write;
@@ -48,10 +50,15 @@ pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
     rename_new, stage_replace, sync_all_parallel,
 };
+pub use edit::closest_regions_note;
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
+pub use glob::{GlobFile, GlobFound};
+pub use grep::{GrepFile, GrepFound, GrepLine, GrepQuery};
 pub use indexed::{DEFAULT_INDEX_MEMORY_BYTES, IndexSettings};
 pub use lock::FileLocks;
 pub use read::LineSpan;
+pub use read::LineWindow;
+pub use stale::{ContentDigest, Seen, Snapshot, digest};
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a
 /// temporary file beside it, flushed, renamed over it, all beneath the

@@ -357,6 +357,124 @@ fn pick_lines(text: &str, span: LineSpan) -> &str {
     }
 }
 
+/// A window of a file's lines, as [`FileTools::read_window`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineWindow {
+    /// The lines shown, the first being line `first`: without their line
+    /// break (nor a CRLF's `\r`), each cut at [`MAX_LINE_CHARS`] characters
+    /// with the engine's marker. Empty when `first` is past the end.
+    pub lines: Vec<String>,
+    /// The 1-based number of the first line asked for.
+    pub first: u64,
+    /// How many lines the file has (a final line break does not start one).
+    pub total: u64,
+    /// The output budget stopped the window before `limit` lines.
+    pub budget_hit: bool,
+}
+
+impl LineWindow {
+    /// The number of the line after the last one shown, when lines remain.
+    pub fn next_line(&self) -> Option<u64> {
+        let next = self.first + self.lines.len() as u64;
+        (next <= self.total && !self.lines.is_empty()).then_some(next)
+    }
+}
+
+impl FileTools {
+    /// Lines `first..first + limit` of a UTF-8 text file, read by streaming:
+    /// the file is never loaded whole. The line's start is found through the
+    /// file's newline index (counted once at memory speed, cached, and
+    /// extended as a log grows), then only the window is read, at most
+    /// `max_output_bytes` of it. A NUL in the first 8 KiB or in a line shown
+    /// is `is_binary`; a UTF-16 file is `is_binary` too (it cannot be cut
+    /// into lines by bytes).
+    pub fn read_window(
+        &self,
+        path: &ConfinedPath,
+        first: u64,
+        limit: u64,
+        cancel: &AtomicBool,
+    ) -> ToolResult<LineWindow> {
+        if first == 0 || limit == 0 {
+            return Err(ToolError::invalid_input(
+                "a window starts at line 1 or later and holds at least one line",
+            ));
+        }
+        let (mut file, meta) = self
+            .workspace()
+            .open_regular(path, "a window is read from a file")?;
+        let io = |err: std::io::Error| self.workspace().io_error(&err, path);
+        let mut head = vec![0u8; agent_tools_text::BINARY_SNIFF_BYTES];
+        let head_len = read_up_to(&mut file, &mut head).map_err(io)?;
+        head.truncate(head_len);
+        let encoding = Encoding::sniff(&head);
+        if looks_binary(&head) || encoding.is_utf16() {
+            return Err(binary_error(path));
+        }
+        let size = meta.len();
+        let bom = encoding.bom().len() as u64;
+        if size <= bom {
+            return Ok(LineWindow {
+                lines: Vec::new(),
+                first,
+                total: 0,
+                budget_hit: false,
+            });
+        }
+        let streamed = Streamed {
+            path,
+            meta: &meta,
+            encoding,
+            over_limit: false,
+        };
+        let index = self.newline_index(&streamed, &mut file, cancel)?;
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(size - 1)).map_err(io)?;
+        file.read_exact(&mut last).map_err(io)?;
+        let total = index.total() + u64::from(last[0] != b'\n');
+        if first > total {
+            return Ok(LineWindow {
+                lines: Vec::new(),
+                first,
+                total,
+                budget_hit: false,
+            });
+        }
+        let start = index
+            .line_start(&mut file, first, cancel)
+            .map_err(io)?
+            .ok_or_else(cancelled)?;
+        let skip_bom = if start == 0 { bom } else { 0 };
+        file.seek(SeekFrom::Start(start + skip_bom)).map_err(io)?;
+        let wanted = to_usize((total - first + 1).min(limit));
+        let budget = self.limits().max_output_bytes;
+        let lines = read_lines_forward(&mut file, wanted, budget).map_err(io)?;
+        if lines.iter().any(|line| line.contains('\0')) {
+            return Err(binary_error(path));
+        }
+        // read_lines_forward stops after the line that passed the budget;
+        // that line is dropped so the window stays within it.
+        let mut lines = lines;
+        let mut used = 0usize;
+        let mut kept = 0usize;
+        for line in &lines {
+            if used + line.len() + 1 > budget && kept > 0 {
+                break;
+            }
+            used += line.len() + 1;
+            kept += 1;
+        }
+        let budget_hit = kept < wanted;
+        lines.truncate(kept);
+        Ok(LineWindow {
+            lines,
+            first,
+            total,
+            budget_hit,
+        })
+    }
+}
+
 /// A file read in blocks rather than whole.
 struct Streamed<'a> {
     path: &'a ConfinedPath,

@@ -157,6 +157,7 @@ pub fn surfaces() -> Vec<SurfaceChoice> {
         SurfaceChoice::of::<agent_tools::DefaultSurface>(),
         SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
         SurfaceChoice::of::<agent_tools_surface_filesystem::FilesystemSurface>(),
+        SurfaceChoice::of::<agent_tools_surface_claude_code::ClaudeCodeSurface>(),
     ]
 }
 
@@ -552,10 +553,13 @@ mod tests {
         );
         assert_eq!(surface("codex").unwrap().name(), "codex");
         let err = surface("nope").unwrap_err();
-        assert_eq!(err.known, ["agent-tools", "codex", "filesystem"]);
+        assert_eq!(
+            err.known,
+            ["agent-tools", "codex", "filesystem", "claude-code"]
+        );
         assert!(
             err.to_string()
-                .contains("known surfaces are: agent-tools, codex, filesystem"),
+                .contains("known surfaces are: agent-tools, codex, filesystem, claude-code"),
             "{err}"
         );
     }

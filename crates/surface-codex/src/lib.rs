@@ -202,8 +202,12 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
                 (Some(code), _) => code,
                 (None, signal) => signal_exit_code(signal.as_deref()),
             };
+            let note = agent_tools::sandbox_refusal_note(services.config(), &outcome);
             let mut output = outcome.stdout;
             output.push_str(&outcome.stderr);
+            if let Some(note) = note {
+                output.push_str(&format!("\n[{note}]\n"));
+            }
             let spills = [outcome.stdout_spill, outcome.stderr_spill];
             let spills = spills
                 .iter()

@@ -1,19 +1,22 @@
 //! The `filesystem` surface: the tools an MCP filesystem server offers
 //! (`read_file`, `read_multiple_files`, `write_file`, `create_directory`,
 //! `list_directory`, `directory_tree`, `get_file_info`,
-//! `list_allowed_directories`, `move_file`, `delete_file`, `search_files`,
-//! `glob_search`, `bash`), with their parameter names, their output formats
+//! `list_allowed_directories`, `move_file`, `delete_file`, `edit_file`,
+//! `edit_files`, `search_files`, `grep_files`, `glob_search`, `bash`), with
+//! their parameter names, their output formats
 //! and their JSON-RPC error codes (see SPEC section 10, "The filesystem
 //! surface").
 //!
-//! Every path goes through the engine's [`Workspace`] exactly as on the
-//! default surface: resolved and confined by name, then opened beneath the
-//! root's directory handle. Writes go through the engine's atomic writer,
+//! Every path goes through one allowed directory's engine ([`Roots`]) exactly
+//! as on the default surface: resolved and confined by name, then opened
+//! beneath that directory's handle. Writes go through the engine's atomic writer,
 //! moves through its no-replace rename.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod content;
+mod edit;
+mod grep;
 mod roots;
 mod search;
 mod shell;
@@ -138,7 +141,8 @@ impl Surface for FilesystemSurface {
     fn summary(&self) -> &'static str {
         "the tools of an MCP filesystem server (read_file, read_multiple_files, write_file, \
          create_directory, list_directory, directory_tree, get_file_info, \
-         list_allowed_directories, move_file, delete_file, search_files, glob_search, bash) over \
+         list_allowed_directories, move_file, delete_file, edit_file, edit_files, search_files, \
+         grep_files, glob_search, bash) over \
          several allowed directories, absolute paths, errors as JSON-RPC error codes"
     }
 
@@ -245,6 +249,14 @@ impl Surface for FilesystemSurface {
             )
             .titled("Read media file", Hints::READ)
             .unlisted(),
+            // Edits replace text in place: a second identical call finds
+            // the replaced text gone (or changes it again with a regex).
+            ToolDef::typed("edit_file", edit::EDIT_FILE, true, edit::edit_file)
+                .titled("Edit file", Hints::EDIT),
+            ToolDef::typed("edit_files", edit::EDIT_FILES, true, edit::edit_files)
+                .titled("Edit many files", Hints::EDIT),
+            ToolDef::typed("grep_files", grep::GREP_FILES, false, grep::grep_files)
+                .titled("Search file contents", Hints::READ),
         ]
     }
 

@@ -81,13 +81,12 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
     let timeout =
         Duration::from_secs(args.timeout).min(Duration::from_millis(config.bash_timeout_max_ms()));
     // Output is cut, never spilled: the spill directory is never written.
-    let mut request = RunRequest::new(args.command, cwd.abs(), cwd.abs())?
-        .with_timeout(timeout)
-        .with_kill_grace(KILL_GRACE)
-        .with_limits(OutputLimits::cut_per_stream(STREAM_BYTES));
-    if let Some(launcher) = config.bash_launcher() {
-        request = request.with_launcher(launcher.clone());
-    }
+    let request = config.confine_command(
+        RunRequest::new(args.command, cwd.abs(), cwd.abs())?
+            .with_timeout(timeout)
+            .with_kill_grace(KILL_GRACE)
+            .with_limits(OutputLimits::cut_per_stream(STREAM_BYTES)),
+    );
     match agent_tools_bash::run(&request, call.cancel.flag()) {
         Ok(outcome) => {
             let footer = match (outcome.exit_code, &outcome.signal) {
@@ -96,6 +95,10 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
                 (None, None) => "[exit code: unknown]".to_owned(),
             };
             let failed = outcome.exit_code != Some(0);
+            let footer = match agent_tools::sandbox_refusal_note(config, &outcome) {
+                Some(note) => format!("{footer}\n[{note}]"),
+                None => footer,
+            };
             Ok(answer(
                 &Streams {
                     stdout: &outcome.stdout,

@@ -24,7 +24,7 @@ pub(super) fn call(tools: &AgentTools, name: &str, args: &Value) -> Result<Strin
 
 /// Writes `data` to `path` as an atomic replace does: a temporary sibling,
 /// flushed to disk, renamed over the file, then the folder flushed.
-fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
+pub(super) fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     let parent = path.parent().context("no parent")?;
     let temp = parent.join(".bench-atomic.tmp");
     let mut file = File::create(&temp)?;

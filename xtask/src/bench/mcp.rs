@@ -32,8 +32,17 @@ struct Client {
 
 impl Client {
     fn start(exe: &Path, root: &Path) -> Result<Client> {
+        Client::start_surface(exe, root, "agent-tools")
+    }
+
+    fn start_surface(exe: &Path, root: &Path, surface: &str) -> Result<Client> {
         let mut command = Command::new(exe);
-        command.arg("mcp").arg("--root").arg(root);
+        command
+            .arg("mcp")
+            .arg("--surface")
+            .arg(surface)
+            .arg("--root")
+            .arg(root);
         Client::spawn(command, "agent-tools mcp")
     }
 
@@ -151,25 +160,38 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         }
         None => None,
     };
+    // The filesystem surface's read_file (absolute path), in turn too.
+    let mut surface = Client::start_surface(ctx.exe()?, dir.path(), "filesystem")?;
+    let surface_args = json!({"path": dir.path().join("small.rs")});
+    if surface.call("read_file", &surface_args)? != text {
+        bail!("read_file of the filesystem surface returned another text");
+    }
     for _ in 0..100 {
         client.call("read_file", &args)?;
+        surface.call("read_file", &surface_args)?;
         if let Some((other, tool, other_args)) = other.as_mut() {
             other.call(tool, other_args)?;
         }
     }
     let mut samples = Vec::with_capacity(k);
+    let mut surface_samples = Vec::with_capacity(k);
     let mut other_samples = Vec::with_capacity(k);
     for _ in 0..k {
         let started = Instant::now();
         client.call("read_file", &args)?;
         samples.push(started.elapsed());
+        let started = Instant::now();
+        surface.call("read_file", &surface_args)?;
+        surface_samples.push(started.elapsed());
         if let Some((other, tool, other_args)) = other.as_mut() {
             let started = Instant::now();
             other.call(tool, other_args)?;
             other_samples.push(started.elapsed());
         }
     }
+    surface.shutdown()?;
     let mcp = Stats::of(samples);
+    let on_surface = Stats::of(surface_samples);
     let other_stats = other.map(|(other, _, _)| {
         let _ = other.shutdown();
         Stats::of(other_samples)
@@ -199,6 +221,23 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         }
     }
     let inproc = Stats::of(samples);
+    let tools = AgentTools::with_surface(
+        Config::builder(dir.path()).build()?,
+        agent_tools_surface_filesystem::FilesystemSurface,
+    )?;
+    let mut samples = Vec::with_capacity(k);
+    for _ in 0..k {
+        let started = Instant::now();
+        let result = tools.call("read_file", surface_args.clone());
+        samples.push(started.elapsed());
+        if result.is_error {
+            bail!(
+                "read_file of the filesystem surface failed: {}",
+                result.text
+            );
+        }
+    }
+    let surface_inproc = Stats::of(samples);
 
     // What a shell-only agent spawns to read a file.
     let cat = interleaved(
@@ -230,6 +269,11 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         duration(cat.quantile(0.99)),
         ratio(mcp.quantile(0.99), cat.quantile(0.99)),
     );
+    table.timed(
+        "filesystem surface `read_file` (absolute path) vs the default surface's, in turn",
+        &on_surface,
+        &mcp,
+    );
     match &other_stats {
         Some(other) => {
             table.timed(
@@ -257,6 +301,12 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     table.row(
         "for reference: in-process `AgentTools::call` (no transport)",
         median_mean(&inproc),
+        "—",
+        "—",
+    );
+    table.row(
+        "for reference: in-process `read_file` of the filesystem surface",
+        median_mean(&surface_inproc),
         "—",
         "—",
     );

@@ -11,11 +11,14 @@ use crate::measure::{fs_type, tool_version};
 use crate::report::{Table, count};
 use crate::{BenchArgs, Group};
 
+mod claude;
 mod codex;
 mod edit;
+mod grep_files;
 mod index;
 mod mcp;
 mod patch;
+mod sandbox;
 mod search;
 mod shell;
 mod tail;
@@ -50,9 +53,15 @@ impl Ctx<'_> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let started = Instant::now();
     let target = crate::target_dir()?;
-    let needs_exe = [Group::Grep, Group::Glob, Group::Mcp, Group::Tail]
-        .iter()
-        .any(|g| args.wants(*g));
+    let needs_exe = [
+        Group::Grep,
+        Group::Glob,
+        Group::Mcp,
+        Group::Tail,
+        Group::Sandbox,
+    ]
+    .iter()
+    .any(|g| args.wants(*g));
     let exe = if needs_exe {
         Some(crate::build_agent_tools(&target)?)
     } else {
@@ -86,6 +95,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             for table in search::grep(&ctx, &tree)? {
                 emit(table);
             }
+            emit(grep_files::grep_files(&ctx, &tree)?);
         }
         if args.wants(Group::Glob) {
             emit(search::glob(&ctx, &tree)?);
@@ -116,6 +126,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Bash) {
         emit(shell::bash(&ctx)?);
+    }
+    if args.wants(Group::Claude) {
+        emit(claude::read_window(&ctx)?);
+        emit(claude::edit(&ctx)?);
+    }
+    if args.wants(Group::Sandbox) {
+        emit(sandbox::sandbox(&ctx)?);
     }
 
     let out = match &args.out {

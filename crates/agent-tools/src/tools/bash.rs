@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_tools_bash::{OutputLimits, RunRequest, SpillOpener};
+use agent_tools_bash::{OutputLimits, RunOutcome, RunRequest, SpillOpener};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::fs::OpenOptions;
@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::config::Config;
 use crate::context::CallContext;
 use crate::registry::ToolDef;
 use crate::services::Services;
@@ -95,14 +96,13 @@ pub fn run_command(
         CommandLine::Shell(line) => RunRequest::new(line, cwd.abs().to_path_buf(), spill.abs())?,
         CommandLine::Argv(argv) => RunRequest::argv(argv, cwd.abs().to_path_buf(), spill.abs())?,
     };
-    let mut request = request
-        .with_timeout(timeout)
-        .with_limits(OutputLimits::new(inline_budget, ceiling))
-        .with_spill_display_dir(SPILL_DIR)
-        .with_spill_opener(confined_spill_opener(workspace, &spill)?);
-    if let Some(launcher) = config.bash_launcher() {
-        request = request.with_launcher(launcher.clone());
-    }
+    let request = config.confine_command(
+        request
+            .with_timeout(timeout)
+            .with_limits(OutputLimits::new(inline_budget, ceiling))
+            .with_spill_display_dir(SPILL_DIR)
+            .with_spill_opener(confined_spill_opener(workspace, &spill)?),
+    );
     agent_tools_bash::run(&request, call.cancel.flag())
 }
 
@@ -150,6 +150,9 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
             let Value::Object(mut object) = outcome.to_json() else {
                 return Err(ToolError::internal("a run outcome is not a JSON object"));
             };
+            if let Some(note) = sandbox_refusal_note(&services.config, &outcome) {
+                object.insert(SANDBOX_NOTE_FIELD.into(), Value::String(note));
+            }
             fit_streams(&mut object, max_output, &spiller, |o| {
                 Value::Object(o.clone()).to_string().len()
             })?;
@@ -173,6 +176,39 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
         }
         Err(err) => Err(err),
     }
+}
+
+/// The field of a `bash` result that says the sandbox may have refused the
+/// command something.
+pub(crate) const SANDBOX_NOTE_FIELD: &str = "sandbox";
+
+/// When a sandboxed command failed with a refusal in its output: one
+/// sentence for the model saying what the sandbox allows, so that it does
+/// not retry a refused write or connection blindly. Every surface's command
+/// tool adds it in its own place (the default `bash` as a field, the others
+/// as a line). "may": the refusal is read from the command's messages, not
+/// known.
+pub fn sandbox_refusal_note(config: &Config, outcome: &RunOutcome) -> Option<String> {
+    config
+        .sandbox()
+        .filter(|_| outcome.maybe_sandbox_refusal)
+        .map(|sandbox| sandbox_note(sandbox.policy()))
+}
+
+fn sandbox_note(policy: &agent_tools_sandbox::SandboxPolicy) -> String {
+    let writes = if policy.writable().is_empty() {
+        "nowhere in the workspace (it is read-only)"
+    } else {
+        "only inside the workspace"
+    };
+    let network = if policy.network() {
+        ""
+    } else {
+        "; the network is off"
+    };
+    format!(
+        "the sandbox may have refused this: commands can write {writes}, in $TMPDIR and to /dev/null and the terminals{network}"
+    )
 }
 
 /// Spill files are created through the workspace's directory handle, by

@@ -15,7 +15,7 @@ mod bash;
 mod files;
 mod patch;
 
-pub use bash::{CommandLine, SPILL_DIR, run_command};
+pub use bash::{CommandLine, SPILL_DIR, run_command, sandbox_refusal_note};
 pub use patch::apply_patch_text;
 
 /// The default surface: `read_file`, `list_dir`, `glob`, `grep`,

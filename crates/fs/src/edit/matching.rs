@@ -441,7 +441,19 @@ fn no_match(
     } else {
         format!("{path}: old_string was not found, exactly or with tolerant matching")
     };
-    let close = close.unwrap_or_else(|| match tolerant::locate(text, old, "", "\n") {
+    let close = close.unwrap_or_else(|| closest(text, old));
+    let mut message = headline;
+    for note in hint::no_match_notes(text, old, &close, context) {
+        message.push('\n');
+        message.push_str(&note);
+    }
+    ToolError::new(ErrorCode::NoMatch, message)
+}
+
+/// The regions of `text` that match `old` tolerantly or come close to it,
+/// best first.
+pub(crate) fn closest(text: &str, old: &str) -> Vec<Candidate> {
+    match tolerant::locate(text, old, "", "\n") {
         Verdict::NotFound { close } => close,
         Verdict::Ambiguous { matches, near, .. } => matches.into_iter().chain(near).collect(),
         Verdict::Unique(found) => vec![Candidate {
@@ -452,13 +464,7 @@ fn no_match(
             differences: found.tolerated,
             differing_lines: Vec::new(),
         }],
-    });
-    let mut message = headline;
-    for note in hint::no_match_notes(text, old, &close, context) {
-        message.push('\n');
-        message.push_str(&note);
     }
-    ToolError::new(ErrorCode::NoMatch, message)
 }
 
 /// Occurrences of a needle, overlapping ones included.

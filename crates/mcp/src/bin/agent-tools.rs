@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_tools::{
-    AgentTools, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, IndexSettings, Launcher,
-    RootAccess, SurfaceChoice,
+    AgentTools, CommandSandbox, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, IndexSettings,
+    Launcher, RootAccess, SandboxCoverage, SurfaceChoice,
 };
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
@@ -48,6 +48,9 @@ enum Command {
     },
     /// List the tool surfaces, one a line: name, then what it is for.
     Surfaces,
+    /// What this machine offers, one a line: a name, then its state (today
+    /// `sandbox`: the Landlock ABI `--sandbox` would use, or why it cannot).
+    Status,
 }
 
 #[derive(Args)]
@@ -89,6 +92,14 @@ struct WorkspaceArgs {
     /// past it are searched on every grep instead of being indexed.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_INDEX_MEMORY_MB)]
     index_memory_mb: u64,
+    /// Run every command confined (Linux with Landlock): writes only in the
+    /// root (none in read-only mode), a private TMPDIR and the usual
+    /// devices; no network unless --sandbox-network.
+    #[arg(long)]
+    sandbox: bool,
+    /// With --sandbox: let commands use the network.
+    #[arg(long, requires = "sandbox")]
+    sandbox_network: bool,
 }
 
 /// The default of `--index-memory-mb`.
@@ -152,8 +163,65 @@ impl WorkspaceArgs {
             } else {
                 Confinement::Confined
             })
+            .sandbox(if self.sandbox {
+                CommandSandbox::On {
+                    network: self.sandbox_network,
+                }
+            } else {
+                CommandSandbox::Off
+            })
             .build()?;
+        log_sandbox(&config);
         Ok(surface.open(config)?)
+    }
+}
+
+/// The log target of the sandbox's startup line, shown by default.
+const SANDBOX_LOG: &str = "agent_tools::sandbox";
+
+/// Says at startup which sandbox commands run in, if any.
+fn log_sandbox(config: &Config) {
+    let Some(sandbox) = config.sandbox() else {
+        return;
+    };
+    let policy = sandbox.policy();
+    let paths = |list: &[std::path::PathBuf]| {
+        list.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    tracing::info!(
+        target: SANDBOX_LOG,
+        abi = sandbox.abi(),
+        writable = %paths(policy.writable()),
+        read_only = %paths(policy.read_only()),
+        tmpdir = %sandbox.tmp_dir().display(),
+        network = policy.network(),
+        "commands run in the sandbox (Landlock ABI {})",
+        sandbox.abi()
+    );
+    if sandbox.coverage() == SandboxCoverage::Partial {
+        tracing::warn!(
+            target: SANDBOX_LOG,
+            "this kernel's Landlock ABI {} is older than {}: the sandbox is only partly enforced (see SPEC, Command sandbox)",
+            sandbox.abi(),
+            agent_tools::SANDBOX_TARGET_ABI
+        );
+    }
+}
+
+/// The `status` line for the sandbox.
+fn sandbox_status() -> String {
+    match agent_tools_bash::sandbox::landlock_abi() {
+        Ok(abi) => {
+            let coverage = match agent_tools_bash::sandbox::coverage_for(abi) {
+                SandboxCoverage::Full => "enforced fully",
+                SandboxCoverage::Partial => "enforced partly",
+            };
+            format!("sandbox\tLandlock ABI {abi}: --sandbox is available, {coverage}\n")
+        }
+        Err(err) => format!("sandbox\tunavailable: {err}\n"),
     }
 }
 
@@ -166,8 +234,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENT_TOOLS_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_env("AGENT_TOOLS_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(format!("warn,{SANDBOX_LOG}=info"))
+            }),
         )
         .with_ansi(false)
         .init();
@@ -208,6 +277,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
             let tools = workspace.open(true)?;
+            let sandbox_tmp = tools
+                .config()
+                .sandbox()
+                .map(|sandbox| sandbox.tmp_dir().to_path_buf());
             let limits = ServerLimits::for_max_file_bytes(tools.config().max_file_bytes());
             // Commands run as our user: without this they could open
             // /proc/<server>/fd/1 and write forged responses. (It does not
@@ -226,6 +299,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // threads of their own and do not hold the exit; their commands
             // die with us through the launcher.
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            // The folder goes with the tools when they are dropped, but a
+            // call still running holds them past this point: remove it now.
+            if let Some(tmp) = sandbox_tmp {
+                let _ = std::fs::remove_dir_all(tmp);
+            }
             served?;
             Ok(ExitCode::SUCCESS)
         }
@@ -279,6 +357,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
             print_quietly(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status => {
+            print_quietly(&sandbox_status())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Surfaces => {
