@@ -41,13 +41,12 @@ impl FileTools {
     pub fn with_index(mut self, settings: IndexSettings) -> Self {
         // Files the searcher may refuse (a line or a multiline file over
         // `max_file_bytes`) must be searched, so that refusal is reported:
-        // the index reads nothing larger.
+        // the index reads none of them. Half the limit leaves room for the
+        // searcher's buffer growing past a line's own size.
         let mut config = IndexConfig::new(self.workspace().root())
             .memory_budget(settings.memory_budget_bytes)
             .max_file_bytes(
-                self.limits()
-                    .max_file_bytes
-                    .min(agent_tools_index::DEFAULT_MAX_FILE_BYTES),
+                (self.limits().max_file_bytes / 2).min(agent_tools_index::DEFAULT_MAX_FILE_BYTES),
             );
         if let Some(watches) = settings.max_watches {
             config = config.max_watches(watches);
