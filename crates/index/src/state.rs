@@ -343,21 +343,19 @@ impl State {
                 text_bytes: 0,
             };
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
-        if file
-            .take(self.limits.max_file_bytes + 1)
+        // The first block decides for binary files: a NUL in it ends what
+        // the searcher reads, so the rest (most of a binary's bytes) is
+        // never read here either.
+        let mut file = file.take(self.limits.max_file_bytes + 1);
+        let mut bytes = Vec::with_capacity(
+            usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1,
+        );
+        if (&mut file)
+            .take(NUL_CHECK_BYTES as u64)
             .read_to_end(&mut bytes)
             .is_err()
         {
             return unreadable(stamp);
-        }
-        if bytes.len() as u64 > self.limits.max_file_bytes {
-            return Read1 {
-                stamp,
-                binary_from_start: false,
-                outcome: Err(AlwaysReason::TooLarge),
-                text_bytes: 0,
-            };
         }
         if has_byte_order_mark(&bytes) {
             return Read1 {
@@ -367,21 +365,39 @@ impl State {
                 text_bytes: 0,
             };
         }
-        let text = match memchr_nul(&bytes) {
-            Some(at) if at >= NUL_CHECK_BYTES => {
-                return Read1 {
-                    stamp,
-                    binary_from_start: false,
-                    outcome: Err(AlwaysReason::LateNul),
-                    text_bytes: 0,
-                };
+        let first_nul = match memchr_nul(&bytes) {
+            Some(at) => Some(at),
+            None => {
+                let checked = bytes.len();
+                if file.read_to_end(&mut bytes).is_err() {
+                    return unreadable(stamp);
+                }
+                if bytes.len() as u64 > self.limits.max_file_bytes {
+                    return Read1 {
+                        stamp,
+                        binary_from_start: false,
+                        outcome: Err(AlwaysReason::TooLarge),
+                        text_bytes: 0,
+                    };
+                }
+                if memchr_nul(&bytes[checked..]).is_some() {
+                    return Read1 {
+                        stamp,
+                        binary_from_start: false,
+                        outcome: Err(AlwaysReason::LateNul),
+                        text_bytes: 0,
+                    };
+                }
+                None
             }
+        };
+        let text = match first_nul {
             Some(at) => &bytes[..at],
             None => &bytes[..],
         };
         Read1 {
             stamp,
-            binary_from_start: memchr_nul(&bytes) == Some(0),
+            binary_from_start: first_nul == Some(0),
             text_bytes: text.len() as u64,
             outcome: Ok(collector.collect(text)),
         }
