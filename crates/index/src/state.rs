@@ -193,6 +193,9 @@ pub(crate) struct State {
     troubles: Troubles,
     live_postings: u64,
     dead: usize,
+    /// Set when the index is being dropped: walks stop early (their
+    /// partial result is never used).
+    stop: Arc<AtomicBool>,
 }
 
 /// One file read for the index.
@@ -212,7 +215,12 @@ struct Listing {
 }
 
 impl State {
-    fn empty(root: PathBuf, limits: Limits, hidden_dir: Option<String>) -> State {
+    fn empty(
+        root: PathBuf,
+        limits: Limits,
+        hidden_dir: Option<String>,
+        stop: Arc<AtomicBool>,
+    ) -> State {
         let global_bytes = rules::global_excludes_bytes();
         State {
             global: global_rules(global_bytes.as_deref()),
@@ -229,6 +237,7 @@ impl State {
             troubles: Troubles::default(),
             live_postings: 0,
             dead: 0,
+            stop,
         }
     }
 
@@ -239,14 +248,14 @@ impl State {
         limits: Limits,
         hidden_dir: Option<String>,
         watch: &mut dyn Watch,
-        stop: &AtomicBool,
+        stop: Arc<AtomicBool>,
     ) -> Result<State, WatchFailure> {
-        let mut state = State::empty(root, limits, hidden_dir);
-        let listing = state.walk("", None, watch, stop)?;
+        let mut state = State::empty(root, limits, hidden_dir, Arc::clone(&stop));
+        let listing = state.walk("", None, watch, &stop)?;
         let mut paths = listing.files.clone();
         paths.sort_unstable();
         state.adopt_listing_dirs(&listing);
-        let reads = state.read_all(&paths, stop);
+        let reads = state.read_all(&paths, &stop);
         let mut pairs_segments = Vec::new();
         for (chunk_paths, chunk) in paths.chunks(BUILD_CHUNK).zip(reads) {
             let mut pairs = Vec::new();
@@ -651,7 +660,7 @@ impl State {
             self.global_bytes = rules::global_excludes_bytes();
             self.global = global_rules(self.global_bytes.as_deref());
         }
-        let stop = AtomicBool::new(false);
+        let stop = Arc::clone(&self.stop);
         let listing = self.walk(dir, parent_rules, watch, &stop)?;
         let found_dirs: BTreeSet<&str> = listing.dirs.iter().map(|(d, _, _)| d.as_str()).collect();
         let gone_dirs: Vec<String> = self
@@ -695,7 +704,7 @@ impl State {
         parent_rules: Option<Arc<RuleLevel>>,
         watch: &mut dyn Watch,
     ) -> Result<(), WatchFailure> {
-        let stop = AtomicBool::new(false);
+        let stop = Arc::clone(&self.stop);
         let listing = self.walk(dir, parent_rules, watch, &stop)?;
         self.adopt_listing_dirs(&listing);
         for rel in &listing.files {
@@ -1008,7 +1017,7 @@ mod tests {
             limits,
             None,
             &mut NoWatch,
-            &AtomicBool::new(false),
+            Arc::new(AtomicBool::new(false)),
         )
         .unwrap_or_else(|err| panic!("{err:?}"))
     }

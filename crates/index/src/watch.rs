@@ -176,7 +176,7 @@ struct Shared {
     applied_changed: Condvar,
     next_marker: AtomicU64,
     marker_dir: PathBuf,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
     build_time: Mutex<Option<Duration>>,
 }
 
@@ -247,7 +247,7 @@ impl WorkspaceIndex {
             applied_changed: Condvar::new(),
             next_marker: AtomicU64::new(0),
             marker_dir,
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
             build_time: Mutex::new(None),
         });
         let worker = match failure {
@@ -524,7 +524,7 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
         .and_then(|rel| rel.to_str())
         .map(|rel| rel.split('/').next().unwrap_or(rel).to_string());
     let started = Instant::now();
-    let state = match State::build(root, limits, hidden, &mut watches, &shared.stop) {
+    let state = match State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop)) {
         Ok(state) => state,
         Err(failure) => {
             shared.set_status(failure_status(&failure));
