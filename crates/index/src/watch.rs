@@ -517,12 +517,14 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
         max_file_bytes: shared.config.max_file_bytes,
         memory_budget: shared.config.memory_budget,
     };
+    // When the system's temp folder lies inside the root, the marker
+    // directory is left out of the file table (a walk finds it empty).
     let hidden = shared
         .marker_dir
         .strip_prefix(&root)
         .ok()
         .and_then(|rel| rel.to_str())
-        .map(|rel| rel.split('/').next().unwrap_or(rel).to_string());
+        .map(str::to_string);
     let started = Instant::now();
     let state = match State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop)) {
         Ok(state) => state,

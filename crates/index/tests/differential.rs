@@ -521,3 +521,44 @@ fn queries_under_a_directory_keep_to_it() {
         vec!["ab/y.txt".to_string()]
     );
 }
+
+/// The index's sync markers live in the system's temp folder; when that
+/// lies inside the root, only the marker directory is left out of the
+/// file table. Run in a child process with `TMPDIR` pointing into the tree
+/// (the environment of this process is left alone).
+#[test]
+fn a_temp_folder_inside_the_root_keeps_its_other_files_listed() {
+    const CHILD: &str = "AGENT_TOOLS_INDEX_TEST_ROOT";
+    if let Some(root) = std::env::var_os(CHILD) {
+        let root = PathBuf::from(root);
+        let index = start(&root);
+        let files: Vec<String> = index
+            .files("")
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(files, vec!["a.txt".to_string(), "tmp/kept.txt".to_string()]);
+        let hir = regex_syntax::parse("kept").unwrap();
+        assert_eq!(
+            index.candidates(&regex_query(&hir), "").unwrap(),
+            vec!["tmp/kept.txt".to_string()]
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("tmp")).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "top\n").unwrap();
+    std::fs::write(dir.path().join("tmp/kept.txt"), "kept\n").unwrap();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_temp_folder_inside_the_root_keeps_its_other_files_listed",
+            "--nocapture",
+        ])
+        .env(CHILD, dir.path())
+        .env("TMPDIR", dir.path().join("tmp"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
