@@ -25,6 +25,39 @@ use crate::query::Query;
 use crate::state::{IndexStats, Limits, ListedFile, State, Watch, WatchFailure};
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
+/// The start of a marker directory's name; the owner's process id and a
+/// random part follow.
+const MARKER_PREFIX: &str = ".agent-tools-index-";
+
+/// Removes the marker directories of processes that are gone. A server
+/// that exits without dropping its index (killed, or leaving its tools to
+/// the runtime) leaves its empty directory behind; the next index started
+/// on the machine clears it. Only empty directories are removed.
+fn remove_abandoned_marker_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(MARKER_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            // Fails, harmlessly, on a directory that is not empty.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 /// How many events the applier takes in one go (under one lock).
 const MAX_BATCH: usize = 4096;
 
@@ -225,8 +258,9 @@ impl WorkspaceIndex {
         let (sender, receiver) = channel();
         let root = std::fs::canonicalize(&config.root).unwrap_or_else(|_| config.root.clone());
         let config = IndexConfig { root, ..config };
+        remove_abandoned_marker_dirs(&std::env::temp_dir());
         let markers = tempfile::Builder::new()
-            .prefix(".agent-tools-index-")
+            .prefix(&format!("{MARKER_PREFIX}{}-", std::process::id()))
             .tempdir();
         let (markers, marker_dir, failure) = match markers {
             Ok(dir) => {

@@ -562,3 +562,27 @@ fn a_temp_folder_inside_the_root_keeps_its_other_files_listed() {
         .unwrap();
     assert!(status.success());
 }
+
+#[test]
+fn marker_directories_of_processes_that_are_gone_are_removed() {
+    // A process that has exited: its id stays unused long enough here.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let temp = std::env::temp_dir();
+    let abandoned = temp.join(format!(
+        ".agent-tools-index-{gone}-test{}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&abandoned).unwrap();
+    let ours = temp.join(format!(
+        ".agent-tools-index-{}-test-kept",
+        std::process::id()
+    ));
+    std::fs::create_dir(&ours).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let _index = WorkspaceIndex::start(IndexConfig::new(dir.path()));
+    assert!(!abandoned.exists(), "{}", abandoned.display());
+    assert!(ours.exists(), "a live process keeps its directory");
+    std::fs::remove_dir(&ours).unwrap();
+}
