@@ -236,3 +236,18 @@ pub fn large_file(path: &Path, bytes: u64) -> Result<u64> {
     out.flush()?;
     Ok(lines)
 }
+
+/// About `size` bytes of one-statement code lines, each naming its own
+/// line number (so every line is unique), and how many lines that is: the
+/// 10 MB file of the edit benches.
+pub fn numbered_code(size: usize) -> (String, usize) {
+    let mut content = String::with_capacity(size + 100);
+    let mut lines = 0usize;
+    while content.len() < size {
+        content.push_str(&format!(
+            "    let value_{lines} = compute(input, {lines}) + offset; // step {lines}\n"
+        ));
+        lines += 1;
+    }
+    (content, lines)
+}

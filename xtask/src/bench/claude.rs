@@ -135,17 +135,9 @@ pub fn read_window(ctx: &Ctx<'_>) -> Result<Table> {
 /// Edit of a 10 MB file vs a read and an atomic write of it.
 pub fn edit(ctx: &Ctx<'_>) -> Result<Table> {
     eprintln!("Claude Code Edit of a 10 MB file ...");
-    const SIZE: usize = 10 * 1024 * 1024;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("big.rs");
-    let mut content = String::with_capacity(SIZE + 100);
-    let mut lines = 0usize;
-    while content.len() < SIZE {
-        content.push_str(&format!(
-            "    let value_{lines} = compute(input, {lines}) + offset; // step {lines}\n"
-        ));
-        lines += 1;
-    }
+    let (content, lines) = crate::tree::numbered_code(10 * 1024 * 1024);
     let near_end = lines - 10;
     let tools = surface(dir.path(), 64 * 1024 * 1024)?;
     let context = session();

@@ -39,18 +39,10 @@ pub(super) fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
 /// edit_file and multi_edit on a 10 MB file.
 pub fn edits(ctx: &Ctx<'_>) -> Result<Table> {
     eprintln!("edits on a 10 MB file ...");
-    const SIZE: usize = 10 * 1024 * 1024;
     const EDITS: usize = 50;
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("big.rs");
-    let mut content = String::with_capacity(SIZE + 100);
-    let mut lines = 0usize;
-    while content.len() < SIZE {
-        content.push_str(&format!(
-            "    let value_{lines} = compute(input, {lines}) + offset; // step {lines}\n"
-        ));
-        lines += 1;
-    }
+    let (content, lines) = crate::tree::numbered_code(10 * 1024 * 1024);
     let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
 
     let near_end = lines - 10;
