@@ -23,6 +23,7 @@ mod hint;
 mod matching;
 
 use matching::Edit;
+pub use matching::splice_all;
 
 /// A file loaded for editing.
 struct Loaded {

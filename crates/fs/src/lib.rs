@@ -50,7 +50,7 @@ pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
     rename_new, stage_replace, sync_all_parallel,
 };
-pub use edit::closest_regions_note;
+pub use edit::{closest_regions_note, splice_all};
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
 pub use glob::{GlobFile, GlobFound};
 pub use grep::{GrepFile, GrepFound, GrepLine, GrepQuery};

@@ -4,7 +4,7 @@
 
 use agent_tools::{CallContext, ErrorCode, Services, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
-use agent_tools_fs::{Seen, Snapshot, closest_regions_note};
+use agent_tools_fs::{Seen, Snapshot, closest_regions_note, splice_all};
 use agent_tools_text::LineEnding;
 use memchr::memmem;
 
@@ -241,26 +241,31 @@ fn apply(text: &str, item: &EditItem) -> ToolResult<String> {
         return Err(check(ErrorCode::NoMatch, message));
     };
     let mut actual = found.old;
+    let mut first = found.at;
     let new = found.new;
     // Deleting a whole line takes its line break along.
     if new.is_empty() && !actual.ends_with('\n') {
         let with_break = format!("{actual}\n");
-        if memmem::find(text.as_bytes(), with_break.as_bytes()).is_some() {
+        if let Some(at) = memmem::find(text.as_bytes(), with_break.as_bytes()) {
             actual = with_break;
+            first = at;
         }
     }
-    let count = memmem::find_iter(text.as_bytes(), actual.as_bytes()).count();
-    if count > 1 && !item.replace_all {
+    // The search goes on from the first occurrence (the text before it was
+    // searched already); the splice then copies the file once (`str::replace`
+    // would search it all again, several times slower).
+    let rest = first + actual.len();
+    let starts: Vec<usize> = std::iter::once(first)
+        .chain(memmem::find_iter(&text.as_bytes()[rest..], actual.as_bytes()).map(|at| at + rest))
+        .collect();
+    if starts.len() > 1 && !item.replace_all {
         return Err(check(
             ErrorCode::AmbiguousMatch,
-            messages::several_matches(count, old),
+            messages::several_matches(starts.len(), old),
         ));
     }
-    Ok(if item.replace_all {
-        text.replace(&actual, &new)
-    } else {
-        text.replacen(&actual, &new, 1)
-    })
+    let regions = starts.iter().map(|&start| (start, start + actual.len()));
+    Ok(splice_all(text, regions, &new))
 }
 
 /// What old_string is in the file, and what new_string becomes there.
@@ -268,30 +273,38 @@ fn apply(text: &str, item: &EditItem) -> ToolResult<String> {
 struct Found {
     old: String,
     new: String,
+    /// Where `old` first occurs.
+    at: usize,
 }
 
 /// old_string as it occurs in `text`: exactly; else with the file's CRLF
 /// line breaks; else with curly quotes read as straight ones (new_string
 /// then takes the file's curly style). Nothing looser.
 fn find_actual(text: &str, old: &str, new: &str) -> Option<Found> {
-    let contains = |needle: &str| memmem::find(text.as_bytes(), needle.as_bytes()).is_some();
+    let position = |needle: &str| memmem::find(text.as_bytes(), needle.as_bytes());
     let mut tries = vec![(old.to_owned(), new.to_owned())];
     if old.contains('\n') && LineEnding::detect(text) == LineEnding::CrLf {
         let crlf = LineEnding::CrLf;
         tries.push((crlf.apply(old).into_owned(), crlf.apply(new).into_owned()));
     }
     for (old, new) in &tries {
-        if contains(old) {
+        if let Some(at) = position(old) {
             return Some(Found {
                 old: old.clone(),
                 new: new.clone(),
+                at,
             });
         }
     }
     for (old, new) in &tries {
         if let Some(actual) = find_with_straight_quotes(text, old) {
             let new = curly_like(new, &actual);
-            return Some(Found { old: actual, new });
+            let at = position(&actual)?;
+            return Some(Found {
+                old: actual,
+                new,
+                at,
+            });
         }
     }
     None
