@@ -28,15 +28,15 @@ use agent_tools_confine::{
     ConfinedPath, FileKind, OpenRegularError, Workspace, open_regular_at, quote_os, quote_text,
 };
 use agent_tools_error::ToolResult;
+use agent_tools_index::RuleLevel;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use globset::GlobSet;
-use ignore::Match;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::gitignore::Gitignore;
 
 /// An ignore file larger than this is skipped (with a note): real ones are
 /// a few kilobytes, and reading one is done before any file of its
-/// directory is visited.
-pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+/// directory is visited. The index skips the same files.
+pub(crate) use agent_tools_index::MAX_IGNORE_FILE_BYTES;
 
 /// The most skipped paths a note names one by one.
 const MAX_NAMED_SKIPS: usize = 10;
@@ -211,7 +211,7 @@ impl Walk<'_> {
             None => format!("{}/", base.abs().to_string_lossy().trim_end_matches('/')),
         };
         let global = if self.respect_gitignore {
-            global_excludes()
+            agent_tools_index::global_rules(agent_tools_index::global_excludes_bytes().as_deref())
         } else {
             None
         };
@@ -220,7 +220,7 @@ impl Walk<'_> {
                 // Descend from the root one component at a time, reading each
                 // level's ignore files; the last level is the base itself.
                 let mut dir = ws.open_dir(&ws.root_path())?;
-                let mut stack: Option<Arc<IgnoreDir>> = None;
+                let mut stack: Option<Arc<RuleLevel>> = None;
                 let mut anchor_rel = String::new();
                 let components: Vec<&OsStr> = rel.iter().collect();
                 for name in components {
@@ -265,7 +265,7 @@ struct Job {
     /// or the base when it lies outside an unconfined root).
     anchor_rel: String,
     /// The ignore rules of its parents.
-    ignore: Option<Arc<IgnoreDir>>,
+    ignore: Option<Arc<RuleLevel>>,
 }
 
 enum JobDir {
@@ -495,59 +495,12 @@ impl Shared<'_> {
         }
     }
 
-    /// Git's precedence: for each of `.ignore`, `.gitignore` and
-    /// `.git/info/exclude`, the deepest directory with a matching rule
-    /// decides (a `!` rule re-includes); `.ignore` wins over `.gitignore`,
-    /// which wins over the exclude file, which wins over the global
-    /// excludes. `.gitignore` and the exclude file stop applying above the
-    /// nearest directory holding `.git` (a repository's own boundary).
-    fn is_ignored(&self, ignore: Option<&IgnoreDir>, anchor_rel: &str, is_dir: bool) -> bool {
-        let mut by_ignore = Match::None;
-        let mut by_gitignore = Match::None;
-        let mut by_exclude = Match::None;
-        let mut saw_git = false;
-        let mut level = ignore;
-        while let Some(here) = level {
-            let sub = anchor_rel.get(here.prefix_len..).unwrap_or(anchor_rel);
-            if by_ignore.is_none()
-                && let Some(rules) = &here.ignore
-            {
-                by_ignore = rules.matched(sub, is_dir).map(|_| ());
-            }
-            if !saw_git {
-                if by_gitignore.is_none()
-                    && let Some(rules) = &here.gitignore
-                {
-                    by_gitignore = rules.matched(sub, is_dir).map(|_| ());
-                }
-                if by_exclude.is_none()
-                    && let Some(rules) = &here.exclude
-                {
-                    by_exclude = rules.matched(sub, is_dir).map(|_| ());
-                }
-            }
-            saw_git |= here.has_git;
-            level = here.parent.as_deref();
-        }
-        let decided = by_ignore.or(by_gitignore).or(by_exclude);
-        let decided = match (&decided, &self.global) {
-            (Match::None, Some(global)) => global.matched(anchor_rel, is_dir).map(|_| ()),
-            _ => decided,
-        };
-        decided.is_ignore()
+    /// Git's precedence over the ignore files of `ignore`'s levels and the
+    /// global excludes (one rule for the walk and the index; see
+    /// `agent_tools_index::is_ignored`).
+    fn is_ignored(&self, ignore: Option<&RuleLevel>, anchor_rel: &str, is_dir: bool) -> bool {
+        agent_tools_index::is_ignored(ignore, self.global.as_ref(), anchor_rel, is_dir)
     }
-}
-
-/// The ignore rules of one directory, linked to its parent's.
-struct IgnoreDir {
-    parent: Option<Arc<IgnoreDir>>,
-    /// Where this directory's relative paths start in an anchor-relative
-    /// path (its own anchor-relative path and a `/`).
-    prefix_len: usize,
-    ignore: Option<Gitignore>,
-    gitignore: Option<Gitignore>,
-    exclude: Option<Gitignore>,
-    has_git: bool,
 }
 
 /// Which of the names that matter for ignoring a directory holds.
@@ -585,11 +538,11 @@ impl NamesSeen {
 /// when the directory adds nothing.
 fn ignore_level(
     dir: &Dir,
-    parent: Option<Arc<IgnoreDir>>,
+    parent: Option<Arc<RuleLevel>>,
     anchor_rel: &str,
     skipped: &mut Vec<Skipped>,
     names: Option<(&NamesSeen, &str)>,
-) -> Option<Arc<IgnoreDir>> {
+) -> Option<Arc<RuleLevel>> {
     let (want_ignore, want_gitignore, git_kind) = match names {
         Some((names, _)) => (names.ignore, names.gitignore, names.git),
         None => (
@@ -633,22 +586,12 @@ fn ignore_level(
     } else {
         None
     };
-    let has_git = git_kind.is_some();
-    if ignore.is_none() && gitignore.is_none() && exclude.is_none() && !has_git {
-        return parent;
-    }
-    Some(Arc::new(IgnoreDir {
+    RuleLevel::link(
         parent,
-        prefix_len: if anchor_rel.is_empty() {
-            0
-        } else {
-            anchor_rel.len() + 1
-        },
-        ignore,
-        gitignore,
-        exclude,
-        has_git,
-    }))
+        anchor_rel,
+        [ignore, gitignore, exclude],
+        git_kind.is_some(),
+    )
 }
 
 /// Reads one ignore file through `dir`: a regular file, not through a
@@ -670,7 +613,7 @@ fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String>
         .ok_or_else(|| {
             format!("ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes")
         })?;
-    Ok(Some(rules_from_bytes(&bytes)))
+    Ok(Some(agent_tools_index::rules_from_bytes(&bytes)))
 }
 
 /// Reads all of `reader` if it holds at most `max` bytes (`None` if more).
@@ -686,42 +629,6 @@ pub(crate) fn read_bounded(
     let mut bytes = Vec::with_capacity(room);
     reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max).then_some(bytes))
-}
-
-/// Gitignore rules from a file's bytes. Matching is done with paths relative
-/// to the file's directory, so the rules have an empty root.
-fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
-    let mut builder = GitignoreBuilder::new("");
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    for line in bytes.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        // Lines that are not UTF-8 or not valid globs are skipped, as git
-        // and ripgrep skip them.
-        if let Ok(line) = std::str::from_utf8(line) {
-            let _ = builder.add_line(None, line);
-        }
-    }
-    builder.build().unwrap_or_else(|_| Gitignore::empty())
-}
-
-/// The user's global git excludes (`core.excludesFile`, or
-/// `~/.config/git/ignore`). This file belongs to the user running the
-/// server, outside the workspace, so it may be reached through a symlink;
-/// it must still be a regular file of bounded size, opened non-blocking.
-fn global_excludes() -> Option<Gitignore> {
-    let path = ignore::gitignore::gitconfig_excludes_path()?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NONBLOCK | libc::O_NOCTTY,
-    );
-    let file = options.open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let bytes = read_bounded(file, MAX_IGNORE_FILE_BYTES, 0).ok()??;
-    Some(rules_from_bytes(&bytes))
 }
 
 /// Opens the subdirectory `name` of `dir`: one component, beneath `dir`,

@@ -42,6 +42,10 @@ mod state;
 mod watch;
 
 pub use query::{Query, regex_query};
+pub use rules::{
+    MAX_IGNORE_FILE_BYTES, RuleLevel, global_excludes_bytes, global_rules, is_ignored,
+    rules_from_bytes,
+};
 pub use state::{AlwaysReason, IndexStats, ListedFile, WatchFailure};
 pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};
 

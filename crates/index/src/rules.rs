@@ -18,14 +18,16 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 /// An ignore file larger than this is not read. The file tools' walk skips
 /// such a file with a note, which the index cannot repeat, so a tree that
 /// has one is served by scanning (see [`crate::Anomaly`]).
-pub(crate) const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
+pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The names in a directory that change how its subtree is ignored.
 pub(crate) const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
 
-/// The ignore rules of one directory, linked to those of its parents.
+/// The ignore rules of one directory, linked to those of its parents. The
+/// file tools' walk and the index both decide with these, so the two agree
+/// by construction.
 #[derive(Debug)]
-pub(crate) struct RuleLevel {
+pub struct RuleLevel {
     parent: Option<Arc<RuleLevel>>,
     /// Length of this directory's root-relative path plus its `/` (0 for
     /// the root): where the paths its rules see begin.
@@ -75,22 +77,42 @@ pub(crate) fn level_for(
     } else {
         None
     };
-    let has_git = git_meta.is_some();
-    if ignore.is_none() && gitignore.is_none() && exclude.is_none() && !has_git {
-        return parent;
-    }
-    Some(Arc::new(RuleLevel {
+    RuleLevel::link(
         parent,
-        prefix_len: if dir_rel.is_empty() {
-            0
-        } else {
-            dir_rel.len() + 1
-        },
-        ignore,
-        gitignore,
-        exclude,
-        has_git,
-    }))
+        dir_rel,
+        [ignore, gitignore, exclude],
+        git_meta.is_some(),
+    )
+}
+
+impl RuleLevel {
+    /// The rules of the directory at `dir_rel` (relative to where matching
+    /// is anchored; empty for the anchor itself): its `.ignore`,
+    /// `.gitignore` and `.git/info/exclude` rules, in that order, and
+    /// whether it holds `.git`, linked over `parent`. Returns `parent` when
+    /// the directory adds nothing.
+    pub fn link(
+        parent: Option<Arc<RuleLevel>>,
+        dir_rel: &str,
+        [ignore, gitignore, exclude]: [Option<Gitignore>; 3],
+        has_git: bool,
+    ) -> Option<Arc<RuleLevel>> {
+        if ignore.is_none() && gitignore.is_none() && exclude.is_none() && !has_git {
+            return parent;
+        }
+        Some(Arc::new(RuleLevel {
+            parent,
+            prefix_len: if dir_rel.is_empty() {
+                0
+            } else {
+                dir_rel.len() + 1
+            },
+            ignore,
+            gitignore,
+            exclude,
+            has_git,
+        }))
+    }
 }
 
 /// Whether the root-relative `rel` is ignored under `level` (the rules of
@@ -98,7 +120,7 @@ pub(crate) fn level_for(
 /// `.gitignore` and the exclude file the deepest matching rule decides;
 /// `.ignore` outranks `.gitignore`, which outranks the exclude file, which
 /// outranks the global excludes.
-pub(crate) fn is_ignored(
+pub fn is_ignored(
     level: Option<&RuleLevel>,
     global: Option<&Gitignore>,
     rel: &str,
@@ -174,7 +196,7 @@ pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<File> {
 /// Gitignore rules from an ignore file's bytes, anchored at its directory:
 /// a UTF-8 byte-order mark and `\r` line ends are dropped, and lines that
 /// are not UTF-8 or not valid globs are skipped, as git skips them.
-fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
+pub fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
     let mut builder = GitignoreBuilder::new("");
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     for line in bytes.split(|&b| b == b'\n') {
@@ -189,7 +211,7 @@ fn rules_from_bytes(bytes: &[u8]) -> Gitignore {
 /// The bytes of the user's global excludes file (`core.excludesFile`, or
 /// `~/.config/git/ignore`), if it is a readable regular file of bounded
 /// size. Kept as bytes so a later query can tell whether it changed.
-pub(crate) fn global_excludes_bytes() -> Option<Vec<u8>> {
+pub fn global_excludes_bytes() -> Option<Vec<u8>> {
     let path = ignore::gitignore::gitconfig_excludes_path()?;
     // The file lives outside the workspace and belongs to the user running
     // the server, so a symlink to it is followed; it must still be regular.
@@ -209,7 +231,7 @@ pub(crate) fn global_excludes_bytes() -> Option<Vec<u8>> {
 }
 
 /// The global excludes as rules.
-pub(crate) fn global_rules(bytes: Option<&[u8]>) -> Option<Gitignore> {
+pub fn global_rules(bytes: Option<&[u8]>) -> Option<Gitignore> {
     bytes.map(rules_from_bytes)
 }
 
