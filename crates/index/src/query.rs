@@ -55,24 +55,35 @@ pub enum Query {
     Or(Vec<Query>),
 }
 
+/// The parts of two operands of one operator, an operand of the same
+/// operator (`inner` gives its parts) spliced in, sorted and without
+/// repeats.
+fn flattened(
+    operands: [Query; 2],
+    inner: impl Fn(Query) -> Result<Vec<Query>, Query>,
+) -> Vec<Query> {
+    let mut parts = Vec::new();
+    for q in operands {
+        match inner(q) {
+            Ok(nested) => parts.extend(nested),
+            Err(q) => parts.push(q),
+        }
+    }
+    parts.sort();
+    parts.dedup();
+    parts
+}
+
 impl Query {
     fn and(self, other: Query) -> Query {
         match (self, other) {
             (Query::None, _) | (_, Query::None) => Query::None,
             (Query::All, q) | (q, Query::All) => q,
             (a, b) if a == b => a,
-            (a, b) => {
-                let mut parts = Vec::new();
-                for q in [a, b] {
-                    match q {
-                        Query::And(inner) => parts.extend(inner),
-                        q => parts.push(q),
-                    }
-                }
-                parts.sort();
-                parts.dedup();
-                Query::And(parts)
-            }
+            (a, b) => Query::And(flattened([a, b], |q| match q {
+                Query::And(inner) => Ok(inner),
+                q => Err(q),
+            })),
         }
     }
 
@@ -81,18 +92,10 @@ impl Query {
             (Query::All, _) | (_, Query::All) => Query::All,
             (Query::None, q) | (q, Query::None) => q,
             (a, b) if a == b => a,
-            (a, b) => {
-                let mut parts = Vec::new();
-                for q in [a, b] {
-                    match q {
-                        Query::Or(inner) => parts.extend(inner),
-                        q => parts.push(q),
-                    }
-                }
-                parts.sort();
-                parts.dedup();
-                Query::Or(parts)
-            }
+            (a, b) => Query::Or(flattened([a, b], |q| match q {
+                Query::Or(inner) => Ok(inner),
+                q => Err(q),
+            })),
         }
     }
 
