@@ -346,6 +346,49 @@ fn a_write_of_max_file_bytes_fits_the_frame_however_escaped() {
     );
 }
 
+/// A brief call is answered by the transport itself unless it carries
+/// metadata; either way the client must get the same answer.
+#[test]
+fn a_brief_call_gets_the_same_answer_with_or_without_metadata() {
+    let dir = workspace();
+    let mut client = McpClient::start(dir.path(), &[]);
+    let calls = [
+        json!({"name": "read_file", "arguments": {"path": "src/main.rs", "offset": 2}}),
+        json!({"name": "read_file", "arguments": {"path": "missing.rs"}}),
+        json!({"name": "read_file", "arguments": {"path": 7}}),
+        json!({"name": "read_file", "arguments": {"path": "../outside"}}),
+    ];
+    for call in calls {
+        let mut with_meta = call.clone();
+        with_meta["_meta"] = json!({"progressToken": "p1"});
+        let plain = client.request("tools/call", call.clone());
+        let routed = client.request("tools/call", with_meta);
+        assert_eq!(plain["result"], routed["result"], "{call}");
+        assert_eq!(plain["error"], routed["error"], "{call}");
+        assert!(plain.get("result").is_some(), "{plain}");
+    }
+    // Pipelined: every brief call is answered once, under its own id,
+    // however the answers interleave with the writer's.
+    let ids: Vec<u64> = (0..200)
+        .map(|i| {
+            let path = if i % 3 == 0 {
+                "README.md"
+            } else {
+                "src/main.rs"
+            };
+            client.send_request(
+                "tools/call",
+                json!({"name": "read_file", "arguments": {"path": path}}),
+            )
+        })
+        .collect();
+    for (i, id) in ids.into_iter().enumerate() {
+        let (is_error, text) = McpClient::call_result(&client.wait_for(id));
+        assert!(!is_error, "{text}");
+        assert_eq!(text.lines().count(), if i % 3 == 0 { 1 } else { 3 });
+    }
+}
+
 #[test]
 fn a_client_that_stops_reading_does_not_grow_the_server() {
     let dir = workspace();

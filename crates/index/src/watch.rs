@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, Flag};
-use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::query::Query;
 use crate::state::{IndexStats, Limits, ListedFile, State, Watch, WatchFailure};
@@ -520,9 +520,16 @@ fn failure_status(failure: &WatchFailure) -> Status {
 
 /// The background thread: build, then apply events until told to stop.
 fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
-    let watcher = notify::recommended_watcher(move |event| {
-        let _ = events.send(Message::Event(event));
-    });
+    // Opens and reads are not asked for: every read by a tool (and by the
+    // index itself) would wake this thread for nothing, a cost each small
+    // call paid. A write still shows as a change of data, and its close.
+    let asked = EventKindMask::CORE | EventKindMask::ACCESS_CLOSE;
+    let watcher = RecommendedWatcher::new(
+        move |event| {
+            let _ = events.send(Message::Event(event));
+        },
+        notify::Config::default().with_event_kinds(asked),
+    );
     let watcher = match watcher {
         Ok(watcher) => watcher,
         Err(err) => {

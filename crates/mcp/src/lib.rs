@@ -46,7 +46,7 @@ mod roots;
 mod transport;
 
 pub use transport::ServerLimits;
-use transport::{Flow, FramedStdio};
+use transport::{DirectCalls, Flow, FramedStdio};
 
 /// A tool as advertised to MCP clients.
 #[derive(Debug, Clone)]
@@ -398,6 +398,31 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
     }
 }
 
+/// The tool set as the transport calls it, for the calls it answers
+/// without rmcp.
+struct Direct<T: ToolSet> {
+    tools: Arc<T>,
+    session: Session,
+}
+
+impl<T: ToolSet> DirectCalls for Direct<T> {
+    fn reject(&self, error: ToolError) -> CallOutcome {
+        self.tools.reject(error, false)
+    }
+
+    fn is_brief(&self, name: &str) -> bool {
+        self.tools.is_brief(name)
+    }
+
+    fn call(&self, name: &str, args: Value, cancel: CancelToken) -> CallOutcome {
+        let call = CallContext {
+            cancel,
+            session: self.session.clone(),
+        };
+        self.tools.call(name, args, &call)
+    }
+}
+
 /// Runs a call on a thread of its own and waits for it, cancelling it when
 /// `cancelled` completes first.
 async fn run_on_own_thread<T: ToolSet>(
@@ -463,9 +488,11 @@ pub async fn serve_stdio_with<T: ToolSet>(
     // Pipes (how MCP clients start servers) go through the non-blocking
     // reactor; anything else falls back to the blocking standard streams.
     let (read, write) = rmcp::transport::stdio_pipes();
-    let tools = server.tools.clone();
-    let reject = move |error| tools.reject(error, false);
-    let transport = FramedStdio::new(read, write, flow.clone(), Arc::new(reject));
+    let direct = Arc::new(Direct {
+        tools: server.tools.clone(),
+        session: server.session.clone(),
+    });
+    let transport = FramedStdio::new(read, write, flow.clone(), direct);
     let running = server.serve(transport).await?;
     tokio::select! {
         quit = running.waiting() => {

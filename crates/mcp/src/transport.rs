@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,8 +32,8 @@ use agent_tools::CancelToken;
 use agent_tools::{CallOutcome, ErrorCode, ToolError};
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcMessage,
-    RequestId,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions,
+    JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
@@ -41,7 +41,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// How much of an oversized line is kept to look for its `id` and `method`.
@@ -115,17 +115,21 @@ pub(crate) struct Flow {
     /// such a call runs, so the reader sets the flag itself when the
     /// client cancels the request, and shutdown sets them all.
     inline_cancels: Mutex<Vec<(RequestId, CancelToken)>>,
+    /// The client sent `notifications/initialized`: the session was opened
+    /// with the `initialize` handshake, so a request needs no metadata of
+    /// its own and the transport may answer brief calls itself.
+    handshake_done: AtomicBool,
 }
 
 /// One brief call running on a runtime thread; its place and its entry
 /// among the cancel flags are given back when it is dropped.
 #[derive(Debug)]
-pub(crate) struct InlineCall<'a> {
-    flow: &'a Flow,
+pub(crate) struct InlineCall {
+    flow: Arc<Flow>,
     id: RequestId,
 }
 
-impl Drop for InlineCall<'_> {
+impl Drop for InlineCall {
     fn drop(&mut self) {
         let mut cancels = lock(&self.flow.inline_cancels);
         if let Some(at) = cancels.iter().position(|(id, _)| *id == self.id) {
@@ -156,6 +160,7 @@ impl Flow {
             shutdown: CancellationToken::new(),
             inline_calls: AtomicUsize::new(0),
             inline_cancels: Mutex::new(Vec::new()),
+            handshake_done: AtomicBool::new(false),
         })
     }
 
@@ -184,10 +189,10 @@ impl Flow {
     /// one of them run brief calls at once, so one is always left for the
     /// protocol. None on a single-threaded runtime.
     pub(crate) fn enter_inline(
-        &self,
+        self: &Arc<Self>,
         id: &RequestId,
         cancel: &CancelToken,
-    ) -> Option<InlineCall<'_>> {
+    ) -> Option<InlineCall> {
         let handle = tokio::runtime::Handle::try_current().ok()?;
         if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
             return None;
@@ -199,7 +204,7 @@ impl Flow {
             })
             .ok()?;
         let call = InlineCall {
-            flow: self,
+            flow: self.clone(),
             id: id.clone(),
         };
         lock(&self.inline_cancels).push((id.clone(), cancel.clone()));
@@ -275,6 +280,9 @@ struct Outgoing {
     done: Option<oneshot::Sender<io::Result<()>>>,
 }
 
+/// The output stream; whoever holds the lock writes whole messages.
+type Stdout = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
+
 /// What reading one line gave.
 enum Frame {
     /// A whole line is in the buffer (without its newline).
@@ -290,31 +298,43 @@ pub(crate) struct FramedStdio<R> {
     line: Vec<u8>,
     discarding: bool,
     out: Option<mpsc::UnboundedSender<Outgoing>>,
+    /// The output, which the writer task and brief calls share.
+    stdout: Stdout,
     writer: Option<tokio::task::JoinHandle<()>>,
     flow: Arc<Flow>,
-    reject: Arc<Reject>,
+    calls: Arc<dyn DirectCalls>,
 }
 
-/// How the tool set renders a call the transport could not hand over.
-pub(crate) type Reject = dyn Fn(ToolError) -> CallOutcome + Send + Sync;
+/// What the transport asks of the tool set directly, without rmcp.
+pub(crate) trait DirectCalls: Send + Sync + 'static {
+    /// A call the transport could not hand over, rendered as the tool set
+    /// renders its failures.
+    fn reject(&self, error: ToolError) -> CallOutcome;
+    /// Whether a call of `name` is brief (see [`crate::ToolSet::is_brief`]).
+    fn is_brief(&self, name: &str) -> bool;
+    /// Runs a brief call.
+    fn call(&self, name: &str, args: Value, cancel: CancelToken) -> CallOutcome;
+}
 
 impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     pub(crate) fn new<W: AsyncWrite + Send + Unpin + 'static>(
         read: R,
         write: W,
         flow: Arc<Flow>,
-        reject: Arc<Reject>,
+        calls: Arc<dyn DirectCalls>,
     ) -> Self {
         let (out, queue) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_loop(write, queue, flow.clone()));
+        let stdout: Stdout = Arc::new(tokio::sync::Mutex::new(Box::new(write)));
+        let writer = tokio::spawn(write_loop(stdout.clone(), queue, flow.clone()));
         FramedStdio {
+            stdout,
             reader: BufReader::with_capacity(64 * 1024, read),
             line: Vec::new(),
             discarding: false,
             out: Some(out),
             writer: Some(writer),
             flow,
-            reject,
+            calls,
         }
     }
 
@@ -361,13 +381,8 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     }
 
     fn enqueue(&self, bytes: Vec<u8>, done: Option<oneshot::Sender<io::Result<()>>>) {
-        let Some(out) = &self.out else { return };
-        self.flow
-            .queued_bytes
-            .fetch_add(bytes.len(), Ordering::AcqRel);
-        let len = bytes.len();
-        if out.send(Outgoing { bytes, done }).is_err() {
-            self.flow.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        if let Some(out) = &self.out {
+            enqueue(out, &self.flow, bytes, done);
         }
     }
 
@@ -388,7 +403,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     /// Answers a `tools/call` that never reached the tool set, as the tool
     /// set renders a failure.
     fn reply_tool_error(&self, id: Value, error: ToolError) {
-        let message = match crate::to_call_tool_result((self.reject)(error)) {
+        let message = match crate::to_call_tool_result(self.calls.reject(error)) {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
         };
@@ -405,37 +420,20 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
             return None;
         }
         let message = match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-            Ok(JsonRpcMessage::Request(mut request)) => {
-                if let ClientRequest::CustomRequest(custom) = &request.request
-                    && custom.method == "tools/call"
-                {
-                    // rmcp takes a call whose arguments are not an object for
-                    // an unknown method; it is a bad argument.
-                    let got = custom
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("arguments"))
-                        .map_or("something else", json_type_name);
-                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-                    self.reply_tool_error(
-                        id,
-                        ToolError::invalid_input(format!(
-                            "the arguments must be a JSON object, not {got}"
-                        )),
-                    );
-                    None
-                } else {
-                    let guard = PendingRequest::new(&self.flow, text.len());
-                    request.request.extensions_mut().insert(Arc::new(guard));
-                    Some(JsonRpcMessage::Request(request))
-                }
-            }
+            Ok(JsonRpcMessage::Request(request)) => self
+                .answer_brief(request, text.len())
+                .and_then(|request| self.hand_over(request, text.len())),
             Ok(JsonRpcMessage::Notification(notification)) => {
-                if let ClientNotification::CancelledNotification(cancelled) =
-                    &notification.notification
-                    && let Some(id) = &cancelled.params.request_id
-                {
-                    self.flow.cancel_inline(id);
+                match &notification.notification {
+                    ClientNotification::CancelledNotification(cancelled) => {
+                        if let Some(id) = &cancelled.params.request_id {
+                            self.flow.cancel_inline(id);
+                        }
+                    }
+                    ClientNotification::InitializedNotification(_) => {
+                        self.flow.handshake_done.store(true, Ordering::Release);
+                    }
+                    _ => {}
                 }
                 Some(JsonRpcMessage::Notification(notification))
             }
@@ -447,6 +445,123 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
         };
         self.recycle(line);
         message
+    }
+
+    /// Answers a brief `tools/call` here, without rmcp: the call runs as a
+    /// task of its own on this runtime thread (so the reader goes on
+    /// reading, and sees a cancellation), and its response goes straight
+    /// to the writer. rmcp would pass it through four tasks and two
+    /// channels, each a chance to wake an idle thread, which is most of a
+    /// small call's round trip on an idle machine. Only plain calls of a
+    /// session opened with the `initialize` handshake come this way; one
+    /// with metadata, a task or input responses, a call when no place for a
+    /// brief call is free, and everything else goes to rmcp: those are
+    /// given back.
+    fn answer_brief(
+        &self,
+        request: JsonRpcRequest<ClientRequest>,
+        bytes: usize,
+    ) -> Option<JsonRpcRequest<ClientRequest>> {
+        let (jsonrpc, id, call) = match request {
+            JsonRpcRequest {
+                jsonrpc,
+                id,
+                request: ClientRequest::CallToolRequest(call),
+            } => (jsonrpc, id, call),
+            other => return Some(other),
+        };
+        let Some((out, slot, inline, cancel)) = self.brief_place(&id, &call.params) else {
+            return Some(JsonRpcRequest {
+                jsonrpc,
+                id,
+                request: ClientRequest::CallToolRequest(call),
+            });
+        };
+        let pending = PendingRequest::new(&self.flow, bytes);
+        let calls = self.calls.clone();
+        let flow = self.flow.clone();
+        let stdout = self.stdout.clone();
+        tokio::spawn(async move {
+            let name = call.params.name;
+            let args = call.params.arguments.map_or(Value::Null, Value::Object);
+            let outcome = calls.call(&name, args, cancel);
+            drop(inline);
+            drop(slot);
+            let message = match crate::to_call_tool_result(outcome) {
+                Ok(result) => {
+                    ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)
+                }
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            };
+            match serde_json::to_vec(&message) {
+                Ok(mut bytes) => {
+                    bytes.push(b'\n');
+                    write_now(&stdout, &out, &flow, bytes).await;
+                }
+                Err(err) => tracing::error!(error = %err, "a response cannot be written"),
+            }
+            drop(pending);
+        });
+        None
+    }
+
+    /// What a brief call answered here holds while it runs: the writer, a
+    /// call slot, a place among the inline calls and its cancel flag; None
+    /// when the call must go to rmcp instead.
+    fn brief_place(
+        &self,
+        id: &RequestId,
+        params: &CallToolRequestParams,
+    ) -> Option<(
+        mpsc::UnboundedSender<Outgoing>,
+        OwnedSemaphorePermit,
+        InlineCall,
+        CancelToken,
+    )> {
+        let plain = params.meta.is_none()
+            && params.input_responses.is_none()
+            && params.request_state.is_none();
+        let ready = plain
+            && self.flow.handshake_done.load(Ordering::Acquire)
+            && self.calls.is_brief(&params.name)
+            && self.flow.writer_keeps_up()
+            && !self.flow.shutdown.is_cancelled();
+        if !ready {
+            return None;
+        }
+        let out = self.out.clone()?;
+        let slot = self.flow.call_slots.clone().try_acquire_owned().ok()?;
+        let cancel = CancelToken::new();
+        let inline = self.flow.enter_inline(id, &cancel)?;
+        Some((out, slot, inline, cancel))
+    }
+
+    /// A request for rmcp, counted as unanswered until rmcp drops it.
+    fn hand_over(
+        &self,
+        mut request: JsonRpcRequest<ClientRequest>,
+        bytes: usize,
+    ) -> Option<ClientJsonRpcMessage> {
+        if let ClientRequest::CustomRequest(custom) = &request.request
+            && custom.method == "tools/call"
+        {
+            // rmcp takes a call whose arguments are not an object for an
+            // unknown method; it is a bad argument.
+            let got = custom
+                .params
+                .as_ref()
+                .and_then(|p| p.get("arguments"))
+                .map_or("something else", json_type_name);
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            self.reply_tool_error(
+                id,
+                ToolError::invalid_input(format!("the arguments must be a JSON object, not {got}")),
+            );
+            return None;
+        }
+        let guard = PendingRequest::new(&self.flow, bytes);
+        request.request.extensions_mut().insert(Arc::new(guard));
+        Some(JsonRpcMessage::Request(request))
     }
 
     /// Keeps the line buffer for the next line unless it grew large.
@@ -521,11 +636,57 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut write: W,
-    mut queue: mpsc::UnboundedReceiver<Outgoing>,
-    flow: Arc<Flow>,
+/// Queues one whole response for the writer, counted until written.
+fn enqueue(
+    out: &mpsc::UnboundedSender<Outgoing>,
+    flow: &Flow,
+    bytes: Vec<u8>,
+    done: Option<oneshot::Sender<io::Result<()>>>,
 ) {
+    let len = bytes.len();
+    flow.queued_bytes.fetch_add(len, Ordering::AcqRel);
+    if out.send(Outgoing { bytes, done }).is_err() {
+        flow.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+    }
+}
+
+/// Writes a response at once when nothing else is being written or waits
+/// to be, without waking the writer task (one thread less to wake on an
+/// idle machine); queues it otherwise.
+async fn write_now(
+    stdout: &Stdout,
+    out: &mpsc::UnboundedSender<Outgoing>,
+    flow: &Flow,
+    bytes: Vec<u8>,
+) {
+    let idle = flow.queued_bytes.load(Ordering::Acquire) == 0;
+    let held = if idle { stdout.try_lock().ok() } else { None };
+    let Some(mut write) = held else {
+        enqueue(out, flow, bytes, None);
+        return;
+    };
+    // Counted while written, so a client that stops reading stops the
+    // reader as it does for queued responses.
+    flow.queued_bytes.fetch_add(bytes.len(), Ordering::AcqRel);
+    let result = write_message(&mut **write, &bytes).await;
+    drop(write);
+    flow.queued_bytes.fetch_sub(bytes.len(), Ordering::AcqRel);
+    flow.notify();
+    if result.is_err() {
+        // Nobody reads any more: stop the work being done for them.
+        flow.shut_down();
+    }
+}
+
+async fn write_message(
+    write: &mut (dyn AsyncWrite + Send + Unpin),
+    bytes: &[u8],
+) -> io::Result<()> {
+    write.write_all(bytes).await?;
+    write.flush().await
+}
+
+async fn write_loop(stdout: Stdout, mut queue: mpsc::UnboundedReceiver<Outgoing>, flow: Arc<Flow>) {
     let mut broken = false;
     while let Some(Outgoing { bytes, done }) = queue.recv().await {
         let result = if broken {
@@ -534,10 +695,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 "stdout is closed",
             ))
         } else {
-            match write.write_all(&bytes).await {
-                Ok(()) => write.flush().await,
-                Err(err) => Err(err),
-            }
+            write_message(&mut **stdout.lock().await, &bytes).await
         };
         flow.queued_bytes.fetch_sub(bytes.len(), Ordering::AcqRel);
         flow.notify();
