@@ -389,6 +389,38 @@ fn a_brief_call_gets_the_same_answer_with_or_without_metadata() {
     }
 }
 
+/// A brief call runs on the thread that was watching stdin; one that turns
+/// out long (the first line count of a 64 MB file) must not hold back the
+/// messages behind it.
+#[test]
+fn a_long_brief_call_does_not_hold_back_a_ping() {
+    let dir = workspace();
+    let line = "y".repeat(99) + "\n";
+    std::fs::write(dir.path().join("big.log"), line.repeat(640 * 1024)).unwrap();
+    let mut client = McpClient::start(dir.path(), &["--max-file-bytes", "100000000"]);
+    for round in 0..2 {
+        // Another file each round: the first count of a file is the long part.
+        let name = format!("big{round}.log");
+        std::fs::copy(dir.path().join("big.log"), dir.path().join(&name)).unwrap();
+        let read = client.send_request(
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"path": name, "offset": 600_000, "limit": 2}}),
+        );
+        // Let the read start before the ping arrives.
+        std::thread::sleep(Duration::from_millis(20));
+        let ping = client.send_request("ping", json!({}));
+        let first = client.next_message();
+        assert_eq!(
+            first["id"],
+            json!(ping),
+            "the ping waited for the read: {first}"
+        );
+        let (is_error, text) = McpClient::call_result(&client.wait_for(read));
+        assert!(!is_error, "{text}");
+        assert!(text.starts_with("600000\t"), "{text}");
+    }
+}
+
 #[test]
 fn a_client_that_stops_reading_does_not_grow_the_server() {
     let dir = workspace();

@@ -44,6 +44,7 @@ use serde_json::{Map, Value};
 
 mod roots;
 mod transport;
+mod watchdog;
 
 pub use transport::ServerLimits;
 use transport::{DirectCalls, Flow, FramedStdio};
@@ -485,6 +486,7 @@ pub async fn serve_stdio_with<T: ToolSet>(
 ) -> anyhow::Result<()> {
     let server = McpServer::with_limits(tools, limits);
     let flow = server.flow.clone();
+    flow.watch_brief_calls(tokio::runtime::Handle::current());
     // Pipes (how MCP clients start servers) go through the non-blocking
     // reactor; anything else falls back to the blocking standard streams.
     let (read, write) = rmcp::transport::stdio_pipes();

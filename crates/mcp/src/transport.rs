@@ -25,7 +25,7 @@ use std::borrow::Cow;
 use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_tools::CancelToken;
@@ -43,6 +43,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+use crate::watchdog::Watchdog;
 
 /// How much of an oversized line is kept to look for its `id` and `method`.
 pub const SCAN_PREFIX: usize = 64 * 1024;
@@ -119,6 +121,8 @@ pub(crate) struct Flow {
     /// with the `initialize` handshake, so a request needs no metadata of
     /// its own and the transport may answer brief calls itself.
     handshake_done: AtomicBool,
+    /// Wakes an idle runtime thread when a brief call runs long.
+    watchdog: OnceLock<Watchdog>,
 }
 
 /// One brief call running on a runtime thread; its place and its entry
@@ -134,6 +138,12 @@ impl Drop for InlineCall {
         let mut cancels = lock(&self.flow.inline_cancels);
         if let Some(at) = cancels.iter().position(|(id, _)| *id == self.id) {
             cancels.swap_remove(at);
+        }
+        // Under the lock, so that a call starting now arms after this.
+        if cancels.is_empty()
+            && let Some(watchdog) = self.flow.watchdog.get()
+        {
+            watchdog.disarm();
         }
         drop(cancels);
         self.flow.inline_calls.fetch_sub(1, Ordering::AcqRel);
@@ -161,7 +171,19 @@ impl Flow {
             inline_calls: AtomicUsize::new(0),
             inline_cancels: Mutex::new(Vec::new()),
             handshake_done: AtomicBool::new(false),
+            watchdog: OnceLock::new(),
         })
+    }
+
+    /// Watches brief calls from now on (see [`crate::watchdog`]): one
+    /// that runs long gets an idle runtime thread woken to serve the
+    /// protocol meanwhile.
+    pub(crate) fn watch_brief_calls(&self, runtime: tokio::runtime::Handle) {
+        if self.watchdog.get().is_none()
+            && let Some(watchdog) = Watchdog::start(runtime)
+        {
+            let _ = self.watchdog.set(watchdog);
+        }
     }
 
     /// Cancels every call, running or waiting, and makes new ones return at
@@ -207,7 +229,12 @@ impl Flow {
             flow: self.clone(),
             id: id.clone(),
         };
-        lock(&self.inline_cancels).push((id.clone(), cancel.clone()));
+        let mut cancels = lock(&self.inline_cancels);
+        cancels.push((id.clone(), cancel.clone()));
+        if let Some(watchdog) = self.watchdog.get() {
+            watchdog.arm();
+        }
+        drop(cancels);
         // Shut down before the flag was listed: it would be missed.
         if self.shutdown.is_cancelled() {
             cancel.cancel();
