@@ -348,23 +348,6 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
                 }
             }
         });
-        // A call starts when a slot is free and the responses already made
-        // are being read; until then it costs no thread.
-        let slot = tokio::select! {
-            biased;
-            () = &mut cancelled => None,
-            slot = async {
-                flow.wait_until(Flow::writer_keeps_up).await;
-                flow.call_slots.clone().acquire_owned().await.ok()
-            } => slot,
-        };
-        let Some(slot) = slot else {
-            // Nobody is waiting for this answer: no error line in the log.
-            return to_call_tool_response(self.tools.reject(
-                ToolError::internal("call cancelled before it started"),
-                true,
-            ));
-        };
         let call = CallContext {
             cancel: CancelToken::new(),
             session: self.session.clone(),
@@ -372,17 +355,36 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         let tools = self.tools.clone();
         let name = request.name.into_owned();
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        // A brief call runs right here, on the runtime thread that took
-        // the request: no thread to start and none to wake, which is most
-        // of a small call's round trip on an idle machine. At most one
-        // runtime thread fewer than there are runs one at a time, so one
-        // thread is always free to serve the protocol (a ping, a
-        // cancellation, the writer). Every other call gets a thread of its
-        // own, so a long one never holds a runtime thread.
-        let inline = if self.tools.is_brief(&name) {
-            flow.enter_inline(&context.id, &call.cancel)
-        } else {
-            None
+        let brief = self.tools.is_brief(&name);
+        // A call starts when a slot is free and the responses already made
+        // are being read; until then it costs no thread. A brief call runs
+        // right here, on the runtime thread that took the request: no
+        // thread to start and none to wake, which is most of a small call's
+        // round trip on an idle machine. At most one runtime thread fewer
+        // than there are run brief calls at once (one stays free to serve
+        // the protocol: a ping, a cancellation, the writer); more wait their
+        // turn. Every other call gets a thread of its own, so a long one
+        // never holds a runtime thread.
+        let started = tokio::select! {
+            biased;
+            () = &mut cancelled => None,
+            started = async {
+                flow.wait_until(Flow::writer_keeps_up).await;
+                let slot = flow.call_slots.clone().acquire_owned().await.ok()?;
+                let inline = if brief {
+                    flow.wait_inline(&context.id, &call.cancel).await
+                } else {
+                    None
+                };
+                Some((slot, inline))
+            } => started,
+        };
+        let Some((slot, inline)) = started else {
+            // Nobody is waiting for this answer: no error line in the log.
+            return to_call_tool_response(self.tools.reject(
+                ToolError::internal("call cancelled before it started"),
+                true,
+            ));
         };
         let result = match inline {
             Some(inline) => {

@@ -147,6 +147,20 @@ impl Drop for InlineCall {
         }
         drop(cancels);
         self.flow.inline_calls.fetch_sub(1, Ordering::AcqRel);
+        // A brief call may be waiting for this place.
+        self.flow.notify();
+    }
+}
+
+/// How many brief calls may run on runtime threads at once: all threads
+/// of a multi-thread runtime but one, which stays free for the protocol;
+/// none outside such a runtime.
+fn inline_places() -> usize {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            handle.metrics().num_workers().saturating_sub(1)
+        }
+        _ => 0,
     }
 }
 
@@ -215,11 +229,7 @@ impl Flow {
         id: &RequestId,
         cancel: &CancelToken,
     ) -> Option<InlineCall> {
-        let handle = tokio::runtime::Handle::try_current().ok()?;
-        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return None;
-        }
-        let places = handle.metrics().num_workers().saturating_sub(1);
+        let places = inline_places();
         self.inline_calls
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
                 (running < places).then_some(running + 1)
@@ -240,6 +250,30 @@ impl Flow {
             cancel.cancel();
         }
         Some(call)
+    }
+
+    /// A place for brief call `id`, waiting (without a thread) for one to
+    /// come free: brief calls are work for a processor, so more of them at
+    /// once than there are places gains nothing and holds more memory.
+    /// None at once when the runtime has no places at all (one thread, or
+    /// a current-thread runtime): the call then needs a thread of its own.
+    pub(crate) async fn wait_inline(
+        self: &Arc<Self>,
+        id: &RequestId,
+        cancel: &CancelToken,
+    ) -> Option<InlineCall> {
+        if inline_places() == 0 {
+            return None;
+        }
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(call) = self.enter_inline(id, cancel) {
+                return Some(call);
+            }
+            changed.await;
+        }
     }
 
     /// The writer keeps up: responses waiting are under the cap.
