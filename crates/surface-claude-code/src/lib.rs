@@ -96,7 +96,11 @@ impl Surface for ClaudeCodeSurface {
         vec![
             ToolDef::typed("Read", args::READ, false, read::read)
                 .titled("Read file", Hints::READ)
-                .bounding_itself(),
+                .bounding_itself()
+                // One named file, refused before an open if it could block,
+                // read within max_file_bytes; the session's record is a
+                // short in-memory lock.
+                .brief(),
             ToolDef::typed("Glob", args::GLOB, false, search::glob)
                 .titled("Find files by pattern", Hints::READ),
             ToolDef::typed("Grep", args::GREP, false, search::grep)
