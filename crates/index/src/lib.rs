@@ -46,7 +46,7 @@ pub use rules::{
     MAX_IGNORE_FILE_BYTES, RuleLevel, global_excludes_bytes, global_rules, is_ignored,
     rules_from_bytes,
 };
-pub use state::{AlwaysReason, IndexStats, ListedFile, WatchFailure};
+pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
 pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};
 
 /// The default memory budget of an index: 256 MiB.
