@@ -7,8 +7,12 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use agent_tools_confine::{Confinement, Workspace};
+use std::sync::atomic::AtomicBool;
+
+use agent_tools_fs::ecma::{EcmaMatcher, EcmaRegex, EcmaSearch};
 use agent_tools_fs::{
-    FileTools, GlobArgs, GrepArgs, IndexSettings, IndexStatus, Limits, OutputMode,
+    FileTools, FindOptions, Found, GlobArgs, Globs, GrepArgs, IndexSettings, IndexStatus, Keep,
+    Limits, OutputMode,
 };
 
 fn tools(root: &Path, indexed: bool) -> FileTools {
@@ -68,13 +72,133 @@ fn greps() -> Vec<GrepArgs> {
 
 fn globs() -> Vec<GlobArgs> {
     let mut all = Vec::new();
-    for pattern in ["**/*", "*.txt", "**/*.py", "src/**", "**/.*"] {
-        all.push(GlobArgs::new(pattern));
-        let mut under = GlobArgs::new(pattern);
-        under.path = Some("src".into());
-        all.push(under);
+    for pattern in ["**/*", "*.txt", "**/*.py", "src/**", "**/.*", "**/*.log"] {
+        for respect_gitignore in [true, false] {
+            let mut args = GlobArgs::new(pattern);
+            args.respect_gitignore = respect_gitignore;
+            all.push(args.clone());
+            let mut under = args;
+            under.path = Some("src".into());
+            all.push(under);
+        }
     }
+    let mut ignored_dir = GlobArgs::new("**/*");
+    ignored_dir.respect_gitignore = false;
+    ignored_dir.path = Some("build".into());
+    all.push(ignored_dir);
     all
+}
+
+/// The `find` calls compared: whole trees with directories (as
+/// `directory_tree` asks), depth limits, exclusions, name tests (as
+/// `search_files` asks), and limits that cut the list.
+fn finds(tools: &FileTools) -> Vec<(String, Result<Found, String>)> {
+    let excludes = Globs::exclusions(&["*.log".into(), "src/deep".into(), ".git".into()]).unwrap();
+    let roomy = Keep {
+        max_entries: None,
+        max_bytes: 1 << 20,
+        bytes_per_entry: 48,
+    };
+    let cases: Vec<(&str, Option<&Globs>, bool, Option<usize>, Keep)> = vec![
+        (".", None, true, None, roomy),
+        (".", None, false, None, roomy),
+        (".", Some(&excludes), true, None, roomy),
+        (".", None, true, Some(0), roomy),
+        (".", None, true, Some(1), roomy),
+        (".", Some(&excludes), true, Some(2), roomy),
+        ("src", None, true, Some(1), roomy),
+        ("src", Some(&excludes), true, None, roomy),
+        ("build", None, true, None, roomy),
+        (
+            ".",
+            None,
+            true,
+            None,
+            Keep {
+                max_entries: Some(5),
+                max_bytes: 1 << 20,
+                bytes_per_entry: 1,
+            },
+        ),
+        (
+            ".",
+            None,
+            true,
+            None,
+            Keep {
+                max_entries: None,
+                max_bytes: 120,
+                bytes_per_entry: 10,
+            },
+        ),
+    ];
+    let mut out = Vec::new();
+    for (dir, exclude, directories, max_depth, keep) in cases {
+        let options = FindOptions {
+            exclude,
+            directories,
+            max_depth,
+            keep,
+        };
+        let what = format!("find {dir} dirs={directories} depth={max_depth:?} excl={} keep={keep:?}", exclude.is_some());
+        let all = tools
+            .find(dir, &options, |_, _, _| true, &AtomicBool::new(false))
+            .map_err(|e| e.to_string());
+        out.push((what.clone(), all));
+        // A name test, as search_files makes.
+        let named = tools
+            .find(
+                dir,
+                &options,
+                |_, name, _| name.contains('a') || name.starts_with('.'),
+                &AtomicBool::new(false),
+            )
+            .map_err(|e| e.to_string());
+        out.push((format!("{what} named"), named));
+    }
+    out
+}
+
+/// ECMAScript searches (the filesystem surface's `grep_files`): literal
+/// ones the index narrows, case-insensitive ones, ones with non-ASCII
+/// characters and classes, and ones it cannot narrow.
+fn ecma_greps(tools: &FileTools) -> Vec<(String, Result<String, String>)> {
+    let mut out = Vec::new();
+    for (pattern, ci) in [
+        ("alpha", false),
+        ("MASK", true),
+        ("kelvin", true),
+        (r"na\u00efve|naïve", false),
+        ("NAÏVE", true),
+        (r"def \w+_handler\(", false),
+        (r"import\s+os", false),
+        ("after nul", false),
+        (r"\uFFFD", false),
+        ("(?:foo_bar|gamma)$", false),
+        ("^x", false),
+        ("t[a-z]+ing", true),
+        (r"(a)\1", false),
+        ("x", false),
+    ] {
+        let regex = EcmaRegex::new(pattern, ci).unwrap();
+        let matcher = EcmaMatcher::new(regex);
+        let search = EcmaSearch {
+            matcher: &matcher,
+            context: 1,
+            max_matches: 100_000,
+        };
+        for dir in ["", "src", "build"] {
+            let Ok(base) = tools.workspace().resolve_dir(Some(if dir.is_empty() { "." } else { dir }), "dir") else {
+                continue;
+            };
+            let found = tools
+                .ecma_search(&base, &search, &|rel| !rel.ends_with(".rs"), &AtomicBool::new(false))
+                .map(|found| format!("{:?} {:?} {:?}", found.files, found.skipped, found.stopped))
+                .map_err(|e| e.to_string());
+            out.push((format!("ecma {pattern:?} ci={ci} in {dir:?}"), found));
+        }
+    }
+    out
 }
 
 /// Compares every grep and glob; returns how many grep outputs carried the
@@ -91,6 +215,12 @@ fn same_answers(indexed: &FileTools, plain: &FileTools, step: &str) -> usize {
         let want = plain.glob(&args).map_err(|e| e.to_string());
         let got = indexed.glob(&args).map_err(|e| e.to_string());
         assert_eq!(got, want, "glob {args:?} after {step}");
+    }
+    for ((what, want), (_, got)) in finds(plain).into_iter().zip(finds(indexed)) {
+        assert_eq!(got, want, "{what} after {step}");
+    }
+    for ((what, want), (_, got)) in ecma_greps(plain).into_iter().zip(ecma_greps(indexed)) {
+        assert_eq!(got, want, "{what} after {step}");
     }
     noted
 }
@@ -152,7 +282,16 @@ fn content(rng: &mut Rng) -> Vec<u8> {
     }
 }
 
-const DIRS: &[&str] = &["", "src", "src/deep", "build", ".cfg"];
+const DIRS: &[&str] = &[
+    "",
+    "src",
+    "src/deep",
+    "build",
+    "build/out",
+    ".cfg",
+    ".git",
+    ".git/objects",
+];
 const NAMES: &[&str] = &["a.txt", "b.py", "c.log", ".hidden", "d.rs"];
 
 fn edit(rng: &mut Rng, root: &Path) -> String {
@@ -171,7 +310,15 @@ fn edit(rng: &mut Rng, root: &Path) -> String {
         }
         5 => {
             std::fs::create_dir_all(&dir).unwrap();
-            let rules = *rng.pick(&["*.log\n", "build/\n", "*.py\n", "", "deep\n"]);
+            let rules = *rng.pick(&[
+                "*.log\n",
+                "build/\n",
+                "*.py\n",
+                "",
+                "deep\n",
+                "node_modules/\n",
+                "!build/\n",
+            ]);
             std::fs::write(dir.join(".gitignore"), rules).unwrap();
             format!("rules {rules:?} in {}", dir.display())
         }
@@ -195,11 +342,22 @@ fn edit(rng: &mut Rng, root: &Path) -> String {
             assert!(status.success());
             format!("another process appends to {}", path.display())
         }
+        8 if rng.below(2) == 0 => {
+            // Empty directories, made and removed.
+            let empty = dir.join(if rng.below(2) == 0 { "empty" } else { "node_modules" });
+            if empty.is_dir() {
+                let _ = std::fs::remove_dir_all(&empty);
+                format!("remove directory {}", empty.display())
+            } else {
+                std::fs::create_dir_all(&empty).unwrap();
+                format!("make directory {}", empty.display())
+            }
+        }
         8 => {
             if dir.is_dir() {
                 let link = dir.join("link.txt");
                 let _ = std::fs::remove_file(&link);
-                let target = if rng.below(2) == 0 { "a.txt" } else { ".." };
+                let target = *rng.pick(&["a.txt", "..", "build"]);
                 std::os::unix::fs::symlink(target, &link).unwrap();
             }
             format!("symlink in {}", dir.display())
@@ -227,7 +385,7 @@ fn every_answer_with_the_index_equals_the_scan_after_each_edit() {
     let indexed = tools(root, true);
     let plain = tools(root, false);
     let mut noted = same_answers(&indexed, &plain, "the build");
-    for step in 0..40 {
+    for step in 0..60 {
         let what = edit(&mut rng, root);
         noted += same_answers(&indexed, &plain, &format!("step {step}: {what}"));
     }
