@@ -450,3 +450,107 @@ fn the_watch_limit_is_reported_in_the_output() {
     assert!(out.contains("[note: searched by walking the tree"), "{out}");
     assert!(out.contains("a/f.txt"), "{out}");
 }
+
+/// Waits for the index of `tools` to be ready.
+fn ready(tools: &FileTools) {
+    let index = tools.index().unwrap();
+    assert!(
+        index.wait_ready(Duration::from_secs(60)),
+        "{:?}",
+        index.status()
+    );
+}
+
+#[test]
+fn a_file_written_into_an_ignored_directory_is_found_by_the_very_next_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    std::fs::create_dir_all(root.join(".git/refs")).unwrap();
+    std::fs::write(root.join("kept.txt"), "alpha\n").unwrap();
+    let ws = Workspace::open(root, Confinement::Confined).unwrap();
+    let indexed = FileTools::new(ws, Limits::default()).with_index(IndexSettings::default());
+    ready(&indexed);
+    let stats = indexed.index().unwrap().stats().unwrap();
+    // target/ and .git are recorded, not entered (nor watched).
+    assert_eq!(stats.pruned_directories, 2, "{stats:?}");
+    assert_eq!(stats.directories, 1, "{stats:?}");
+    let plain = tools(root, false);
+    let matcher = EcmaMatcher::new(EcmaRegex::new("needle", false).unwrap());
+    let search = EcmaSearch {
+        matcher: &matcher,
+        context: 0,
+        max_matches: 100,
+    };
+    let base = indexed.workspace().resolve_dir(Some("."), "dir").unwrap();
+    let everything = FindOptions {
+        exclude: None,
+        directories: true,
+        max_depth: None,
+        keep: Keep {
+            max_entries: None,
+            max_bytes: 1 << 20,
+            bytes_per_entry: 1,
+        },
+    };
+    let mut glob = GlobArgs::new("**/*");
+    glob.respect_gitignore = false;
+    for (round, name) in ["target/debug/out.rs", "build.log", ".git/refs/HEAD"]
+        .into_iter()
+        .enumerate()
+    {
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("printf 'the needle\\n' > \"$1\"")
+            .arg("sh")
+            .arg(root.join(name))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let found = indexed
+            .ecma_search(&base, &search, &|_| true, &AtomicBool::new(false))
+            .unwrap();
+        let paths: Vec<&str> = found.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(paths.len(), round + 1, "{paths:?}");
+        assert!(paths.contains(&name), "{paths:?}");
+        let listed = indexed
+            .find(".", &everything, |_, _, _| true, &AtomicBool::new(false))
+            .unwrap();
+        assert!(listed.entries.iter().any(|e| e.rel == name), "{listed:?}");
+        let want = plain
+            .find(".", &everything, |_, _, _| true, &AtomicBool::new(false))
+            .unwrap();
+        assert_eq!(listed, want);
+        let globbed = indexed.glob(&glob).unwrap();
+        assert!(globbed.contains(name), "{globbed}");
+    }
+}
+
+#[test]
+fn an_ecmascript_search_reads_past_a_nul_after_its_binary_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A NUL past the first 4096 bytes but within the index's first block:
+    // the index holds the text before it only, the search reads on.
+    let mut bytes = "line of text\n".repeat(400).into_bytes();
+    bytes.push(0);
+    bytes.extend_from_slice(b"\nthe needle after the nul\n");
+    std::fs::write(root.join("late.txt"), &bytes).unwrap();
+    std::fs::write(root.join("plain.txt"), "no match here\n").unwrap();
+    let ws = Workspace::open(root, Confinement::Confined).unwrap();
+    let indexed = FileTools::new(ws, Limits::default()).with_index(IndexSettings::default());
+    ready(&indexed);
+    let matcher = EcmaMatcher::new(EcmaRegex::new("needle after", false).unwrap());
+    let search = EcmaSearch {
+        matcher: &matcher,
+        context: 0,
+        max_matches: 100,
+    };
+    let base = indexed.workspace().resolve_dir(Some("."), "dir").unwrap();
+    let found = indexed
+        .ecma_search(&base, &search, &|_| true, &AtomicBool::new(false))
+        .unwrap();
+    assert_eq!(found.files.len(), 1, "{found:?}");
+    assert_eq!(found.files[0].rel, "late.txt");
+}
