@@ -197,26 +197,26 @@ impl FileTools {
             exclude: options.exclude.map(|globs| &globs.set),
         };
         let visit = |bytes: &mut usize, entry: &FileEntry<'_>, sink: &mut Sink<FoundEntry>| {
-                if select(entry.rel, entry.name, entry.is_dir) {
-                    matched.fetch_add(1, Ordering::Relaxed);
-                    let found = FoundEntry {
-                        rel: entry.rel.to_owned(),
-                        is_dir: entry.is_dir,
-                    };
-                    *bytes = bytes.saturating_add(keep.cost(&found));
-                    sink.found.push(found);
-                    // Each thread keeps at most twice what is shown: the
-                    // first entries of the whole list are among the first
-                    // of some thread's.
-                    let over_count = keep
-                        .max_entries
-                        .is_some_and(|max| sink.found.len() > max.saturating_mul(2).max(64));
-                    if over_count || *bytes > keep.max_bytes.saturating_mul(2) {
-                        keep.cut_thread(&mut sink.found);
-                        *bytes = sink.found.iter().map(|e| keep.cost(e)).sum();
-                    }
+            if select(entry.rel, entry.name, entry.is_dir) {
+                matched.fetch_add(1, Ordering::Relaxed);
+                let found = FoundEntry {
+                    rel: entry.rel.to_owned(),
+                    is_dir: entry.is_dir,
+                };
+                *bytes = bytes.saturating_add(keep.cost(&found));
+                sink.found.push(found);
+                // Each thread keeps at most twice what is shown: the
+                // first entries of the whole list are among the first
+                // of some thread's.
+                let over_count = keep
+                    .max_entries
+                    .is_some_and(|max| sink.found.len() > max.saturating_mul(2).max(64));
+                if over_count || *bytes > keep.max_bytes.saturating_mul(2) {
+                    keep.cut_thread(&mut sink.found);
+                    *bytes = sink.found.iter().map(|e| keep.cost(e)).sum();
                 }
-                Flow::Continue
+            }
+            Flow::Continue
         };
         // From the index: its table, and a walk of only the directories it
         // does not enter (ignored ones, `.git`), met as the full walk

@@ -225,9 +225,14 @@ impl Walk<'_> {
                 cancelled: self.cancel.load(Ordering::Relaxed),
             }));
         }
-        Ok(Some(
-            self.run_jobs(jobs, skipped, global, shown_prefix, init, visit),
-        ))
+        Ok(Some(self.run_jobs(
+            jobs,
+            skipped,
+            global,
+            shown_prefix,
+            init,
+            visit,
+        )))
     }
 
     /// Runs the workers over `jobs` (the directories to read first).
@@ -246,10 +251,7 @@ impl Walk<'_> {
         V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
     {
         let shared = Shared {
-            queue: Mutex::new(Queue {
-                jobs,
-                active: 0,
-            }),
+            queue: Mutex::new(Queue { jobs, active: 0 }),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             cancel: self.cancel,

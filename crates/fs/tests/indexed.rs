@@ -140,7 +140,10 @@ fn finds(tools: &FileTools) -> Vec<(String, Result<Found, String>)> {
             max_depth,
             keep,
         };
-        let what = format!("find {dir} dirs={directories} depth={max_depth:?} excl={} keep={keep:?}", exclude.is_some());
+        let what = format!(
+            "find {dir} dirs={directories} depth={max_depth:?} excl={} keep={keep:?}",
+            exclude.is_some()
+        );
         let all = tools
             .find(dir, &options, |_, _, _| true, &AtomicBool::new(false))
             .map_err(|e| e.to_string());
@@ -188,11 +191,19 @@ fn ecma_greps(tools: &FileTools) -> Vec<(String, Result<String, String>)> {
             max_matches: 100_000,
         };
         for dir in ["", "src", "build"] {
-            let Ok(base) = tools.workspace().resolve_dir(Some(if dir.is_empty() { "." } else { dir }), "dir") else {
+            let Ok(base) = tools
+                .workspace()
+                .resolve_dir(Some(if dir.is_empty() { "." } else { dir }), "dir")
+            else {
                 continue;
             };
             let found = tools
-                .ecma_search(&base, &search, &|rel| !rel.ends_with(".rs"), &AtomicBool::new(false))
+                .ecma_search(
+                    &base,
+                    &search,
+                    &|rel| !rel.ends_with(".rs"),
+                    &AtomicBool::new(false),
+                )
                 .map(|found| format!("{:?} {:?} {:?}", found.files, found.skipped, found.stopped))
                 .map_err(|e| e.to_string());
             out.push((format!("ecma {pattern:?} ci={ci} in {dir:?}"), found));
@@ -344,7 +355,11 @@ fn edit(rng: &mut Rng, root: &Path) -> String {
         }
         8 if rng.below(2) == 0 => {
             // Empty directories, made and removed.
-            let empty = dir.join(if rng.below(2) == 0 { "empty" } else { "node_modules" });
+            let empty = dir.join(if rng.below(2) == 0 {
+                "empty"
+            } else {
+                "node_modules"
+            });
             if empty.is_dir() {
                 let _ = std::fs::remove_dir_all(&empty);
                 format!("remove directory {}", empty.display())

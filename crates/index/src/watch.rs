@@ -22,9 +22,7 @@ use notify::event::{AccessKind, AccessMode, Flag};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::query::Query;
-use crate::state::{
-    Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure,
-};
+use crate::state::{Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure};
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
 /// The start of a marker directory's name; the owner's process id and a

@@ -271,11 +271,17 @@ impl FileTools {
                     Flow::Continue
                 }
             };
-            let visit_entry = |searcher: &mut Searcher,
-                               entry: &FileEntry<'_>,
-                               sink: &mut WalkSink<FileLines>| {
-                visit(searcher, entry.dir, entry.name, entry.rel, entry.shown, sink)
-            };
+            let visit_entry =
+                |searcher: &mut Searcher, entry: &FileEntry<'_>, sink: &mut WalkSink<FileLines>| {
+                    visit(
+                        searcher,
+                        entry.dir,
+                        entry.name,
+                        entry.rel,
+                        entry.shown,
+                        sink,
+                    )
+                };
             // From the index: its candidates (every ignored file among
             // them), and a walk of only the directories it does not enter.
             let mut from_index = None;
