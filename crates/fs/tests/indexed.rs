@@ -99,7 +99,9 @@ fn finds(tools: &FileTools) -> Vec<(String, Result<Found, String>)> {
         max_bytes: 1 << 20,
         bytes_per_entry: 48,
     };
-    let cases: Vec<(&str, Option<&Globs>, bool, Option<usize>, Keep)> = vec![
+    /// Directory, exclusions, directories too, depth, limits.
+    type Case<'a> = (&'a str, Option<&'a Globs>, bool, Option<usize>, Keep);
+    let cases: Vec<Case<'_>> = vec![
         (".", None, true, None, roomy),
         (".", None, false, None, roomy),
         (".", Some(&excludes), true, None, roomy),
