@@ -3,12 +3,15 @@
 //! sorted by path, with memory and output bounded however many match.
 
 use std::cmp::Ordering as Order;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use agent_tools_error::{ToolError, ToolResult};
+use agent_tools_index::Tree;
 use globset::{GlobSet, GlobSetBuilder};
 
-use crate::walk::{Flow, Walk, skipped_note};
+use crate::indexed::{below, scan_note};
+use crate::walk::{FileEntry, Flow, Sink, Walk, skipped_note};
 use crate::{FileTools, cancelled, glob};
 
 /// Glob patterns in the dialect of the `glob` tool (`*` within a name,
@@ -104,6 +107,24 @@ impl Keep {
         }
         entries.truncate(kept);
     }
+
+    /// What one walker thread keeps of its own entries: those [`cut`](Self::cut)
+    /// could keep from the whole list, and the first that does not fit
+    /// (its place in the whole list decides where the final cut stops:
+    /// without it, entries the final cut must not reach would be kept).
+    fn cut_thread(&self, entries: &mut Vec<FoundEntry>) {
+        entries.sort_unstable_by(|a, b| path_order(&a.rel, &b.rel));
+        let mut bytes = 0usize;
+        let mut kept = 0;
+        for entry in entries.iter() {
+            if self.max_entries.is_some_and(|max| kept >= max) || bytes > self.max_bytes {
+                break;
+            }
+            bytes = bytes.saturating_add(self.cost(entry));
+            kept += 1;
+        }
+        entries.truncate(kept);
+    }
 }
 
 /// The order entries are listed in: component by component, so a
@@ -175,41 +196,136 @@ impl FileTools {
             max_depth: options.max_depth,
             exclude: options.exclude.map(|globs| &globs.set),
         };
-        let mut walked = walk.run(
-            || 0usize,
-            |bytes, entry, sink| {
-                if select(entry.rel, entry.name, entry.is_dir) {
-                    matched.fetch_add(1, Ordering::Relaxed);
-                    let found = FoundEntry {
-                        rel: entry.rel.to_owned(),
-                        is_dir: entry.is_dir,
-                    };
-                    *bytes = bytes.saturating_add(keep.cost(&found));
-                    sink.found.push(found);
-                    // Each thread keeps at most twice what is shown: the
-                    // first entries of the whole list are among the first
-                    // of some thread's.
-                    let over_count = keep
-                        .max_entries
-                        .is_some_and(|max| sink.found.len() > max.saturating_mul(2).max(64));
-                    if over_count || *bytes > keep.max_bytes.saturating_mul(2) {
-                        keep.cut(&mut sink.found);
-                        *bytes = sink.found.iter().map(|e| keep.cost(e)).sum();
-                    }
+        let visit = |bytes: &mut usize, entry: &FileEntry<'_>, sink: &mut Sink<FoundEntry>| {
+            if select(entry.rel, entry.name, entry.is_dir) {
+                matched.fetch_add(1, Ordering::Relaxed);
+                let found = FoundEntry {
+                    rel: entry.rel.to_owned(),
+                    is_dir: entry.is_dir,
+                };
+                *bytes = bytes.saturating_add(keep.cost(&found));
+                sink.found.push(found);
+                // Each thread keeps at most twice what is shown: the
+                // first entries of the whole list are among the first
+                // of some thread's.
+                let over_count = keep
+                    .max_entries
+                    .is_some_and(|max| sink.found.len() > max.saturating_mul(2).max(64));
+                if over_count || *bytes > keep.max_bytes.saturating_mul(2) {
+                    keep.cut_thread(&mut sink.found);
+                    *bytes = sink.found.iter().map(|e| keep.cost(e)).sum();
                 }
-                Flow::Continue
-            },
-        )?;
-        if walked.cancelled {
+            }
+            Flow::Continue
+        };
+        // From the index: its table, and a walk of only the directories it
+        // does not enter (ignored ones, `.git`), met as the full walk
+        // would meet them.
+        let mut scan_why = String::new();
+        let mut from_index = None;
+        match self.indexed_tree(&base, |_| true) {
+            Ok(Some((under, tree))) => {
+                let (listed, to_walk) = entries_from_tree(&under, &tree, options, &select);
+                if let Some(walked) = walk.run_within(&to_walk, || 0usize, visit)? {
+                    matched.fetch_add(listed.len(), Ordering::Relaxed);
+                    from_index = Some((listed, walked));
+                }
+            }
+            Ok(None) => {}
+            Err(why) => scan_why = scan_note(&why),
+        }
+        let (mut entries, mut walked) = match from_index {
+            Some((listed, walked)) => (listed, walked),
+            None => (Vec::new(), walk.run(|| 0usize, visit)?),
+        };
+        if walked.cancelled || cancel.load(Ordering::Relaxed) {
             return Err(cancelled());
         }
-        let mut entries = walked.found;
+        entries.append(&mut walked.found);
         keep.cut(&mut entries);
         Ok(Found {
             entries,
             matched: matched.into_inner(),
-            note: skipped_note(&mut walked.skipped),
+            note: skipped_note(&mut walked.skipped) + &scan_why,
         })
+    }
+}
+
+/// The entries of an index answer `find` keeps, and the pruned directories
+/// (relative to the base) it must still walk: exactly those the full walk
+/// would meet, given the depth limit and the exclusions.
+fn entries_from_tree(
+    under: &str,
+    tree: &Tree,
+    options: &FindOptions<'_>,
+    select: &(impl Fn(&str, &str, bool) -> bool + Sync),
+) -> (Vec<FoundEntry>, Vec<String>) {
+    let mut met = Met {
+        exclude: options.exclude.map(|globs| &globs.set),
+        max_depth: options.max_depth,
+        read: HashMap::new(),
+    };
+    let mut entries = Vec::new();
+    let mut offer = |rel: &str, is_dir: bool, met: &mut Met<'_>| {
+        let name = rel.rfind('/').map_or(rel, |at| &rel[at + 1..]);
+        if met.is_met(rel) && select(rel, name, is_dir) {
+            entries.push(FoundEntry {
+                rel: rel.to_owned(),
+                is_dir,
+            });
+        }
+    };
+    for file in &tree.files {
+        offer(below(&file.path, under), false, &mut met);
+    }
+    if options.directories {
+        for dir in tree.dirs.iter().chain(&tree.pruned) {
+            offer(below(dir, under), true, &mut met);
+        }
+    }
+    let to_walk = tree
+        .pruned
+        .iter()
+        .map(|dir| below(dir, under))
+        .filter(|rel| met.is_read(rel))
+        .map(str::to_owned)
+        .collect();
+    (entries, to_walk)
+}
+
+/// Which paths (relative to the base) the walk meets: within the depth
+/// limit, not excluded, in a directory it reads.
+struct Met<'a> {
+    exclude: Option<&'a GlobSet>,
+    max_depth: Option<usize>,
+    /// Directories already decided.
+    read: HashMap<String, bool>,
+}
+
+impl Met<'_> {
+    fn is_met(&mut self, rel: &str) -> bool {
+        let depth = rel.matches('/').count() + 1;
+        if self.max_depth.is_some_and(|max| depth > max)
+            || self.exclude.is_some_and(|exclude| exclude.is_match(rel))
+        {
+            return false;
+        }
+        match rel.rfind('/') {
+            Some(at) => self.is_read(&rel[..at]),
+            None => true,
+        }
+    }
+
+    /// Whether the walk reads the directory `rel` (met, and above the
+    /// depth limit).
+    fn is_read(&mut self, rel: &str) -> bool {
+        if let Some(&read) = self.read.get(rel) {
+            return read;
+        }
+        let depth = rel.matches('/').count() + 1;
+        let read = self.max_depth.is_none_or(|max| depth < max) && self.is_met(rel);
+        self.read.insert(rel.to_owned(), read);
+        read
     }
 }
 
@@ -257,5 +373,28 @@ mod tests {
         };
         keep.cut(&mut entries);
         assert_eq!(entries, [entry("a")]);
+    }
+
+    #[test]
+    fn a_thread_keeps_the_entry_where_the_cut_stops() {
+        let entry = |rel: &str| FoundEntry {
+            rel: rel.into(),
+            is_dir: false,
+        };
+        let keep = Keep {
+            max_entries: None,
+            max_bytes: 4,
+            bytes_per_entry: 0,
+        };
+        // One thread met "a" and "b-long", another "c": the whole list
+        // stops at "b-long", so "c" must not be kept.
+        let mut first = vec![entry("b-long"), entry("a")];
+        keep.cut_thread(&mut first);
+        assert_eq!(first, [entry("a"), entry("b-long")]);
+        let mut second = vec![entry("c")];
+        keep.cut_thread(&mut second);
+        let mut all = [first, second].concat();
+        keep.cut(&mut all);
+        assert_eq!(all, [entry("a")]);
     }
 }

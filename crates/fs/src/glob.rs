@@ -1,14 +1,14 @@
 //! `glob`: files by pattern, most recently modified first.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 
-use crate::indexed::{below, scan_note};
-use crate::walk::{Flow, Walk, skipped_note};
+use crate::indexed::{below, pruned_below, scan_note};
+use crate::walk::{FileEntry, Flow, Sink, Walk, skipped_note};
 use crate::{FileTools, GlobArgs, cancelled, page};
 
 /// What `glob` prints when nothing matches (a success).
@@ -54,27 +54,6 @@ impl FileTools {
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
         let matcher = compile(&pattern, &args.pattern)?.compile_matcher();
 
-        let mut scan_why = String::new();
-        if args.respect_gitignore {
-            match self.indexed_files(&base, |rel| matcher.is_match(rel)) {
-                Ok(Some((under, files))) => {
-                    let files = files
-                        .into_iter()
-                        .map(|file| GlobFile {
-                            shown: quote_text(&file.path).into_owned(),
-                            rel: below(&file.path, &under).to_owned(),
-                            modified: file.modified,
-                        })
-                        .collect();
-                    return Ok(GlobFound {
-                        files,
-                        note: String::new(),
-                    });
-                }
-                Ok(None) => {}
-                Err(why) => scan_why = scan_note(&why),
-            }
-        }
         let walk = Walk {
             workspace: ws,
             base: &base,
@@ -84,25 +63,67 @@ impl FileTools {
             max_depth: None,
             exclude: None,
         };
-        let mut walked = walk.run(
-            || (),
-            |_, entry, sink| {
-                if matcher.is_match(entry.rel) {
-                    let modified = entry
-                        .dir
-                        .symlink_metadata(entry.name)
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
-                    sink.found.push(GlobFile {
-                        shown: quote_text(entry.shown).into_owned(),
-                        rel: entry.rel.to_owned(),
-                        modified,
+        let visit = |_: &mut (), entry: &FileEntry<'_>, sink: &mut Sink<GlobFile>| {
+            if matcher.is_match(entry.rel) {
+                let modified = entry
+                    .dir
+                    .symlink_metadata(entry.name)
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .map_or(SystemTime::UNIX_EPOCH, |t| t.into_std());
+                sink.found.push(GlobFile {
+                    shown: quote_text(entry.shown).into_owned(),
+                    rel: entry.rel.to_owned(),
+                    modified,
+                });
+            }
+            Flow::Continue
+        };
+        let from_table = |under: &str, files: Vec<agent_tools_index::ListedFile>| {
+            files
+                .into_iter()
+                .map(|file| GlobFile {
+                    shown: quote_text(&file.path).into_owned(),
+                    rel: below(&file.path, under).to_owned(),
+                    modified: file.modified,
+                })
+                .collect::<Vec<GlobFile>>()
+        };
+        let mut scan_why = String::new();
+        if !args.respect_gitignore {
+            // Ignored files too: the index's table, and a walk of only the
+            // directories it does not enter.
+            match self.indexed_tree(&base, |rel| matcher.is_match(rel)) {
+                Ok(Some((under, tree))) => {
+                    let to_walk = pruned_below(&tree.pruned, &under);
+                    if let Some(mut walked) = walk.run_within(&to_walk, || (), visit)? {
+                        if walked.cancelled || cancel.load(Ordering::Relaxed) {
+                            return Err(cancelled());
+                        }
+                        let mut files = from_table(&under, tree.files);
+                        files.append(&mut walked.found);
+                        return Ok(GlobFound {
+                            files,
+                            note: skipped_note(&mut walked.skipped),
+                        });
+                    }
+                }
+                Ok(None) => {}
+                Err(why) => scan_why = scan_note(&why),
+            }
+        } else {
+            match self.indexed_files(&base, |rel| matcher.is_match(rel)) {
+                Ok(Some((under, files))) => {
+                    return Ok(GlobFound {
+                        files: from_table(&under, files),
+                        note: String::new(),
                     });
                 }
-                Flow::Continue
-            },
-        )?;
+                Ok(None) => {}
+                Err(why) => scan_why = scan_note(&why),
+            }
+        }
+        let mut walked = walk.run(|| (), visit)?;
         if walked.cancelled {
             return Err(cancelled());
         }

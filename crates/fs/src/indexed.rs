@@ -8,7 +8,9 @@
 //! failed (rather than still starting), the output says so in a note.
 
 use agent_tools_confine::{ConfinedPath, Workspace};
-use agent_tools_index::{IndexConfig, ListedFile, NotServed, Query, WorkspaceIndex, regex_query};
+use agent_tools_index::{
+    Candidates, IndexConfig, ListedFile, NotServed, Query, Tree, WorkspaceIndex, regex_query,
+};
 
 use crate::{FileTools, GrepArgs};
 
@@ -91,6 +93,40 @@ impl FileTools {
             .map(|paths| Some((under, paths)))
     }
 
+    /// Everything under `base` the index holds, ignored files included
+    /// (those whose path relative to `base` `keep` accepts), for queries
+    /// that look at ignored files; the pruned directories are left for the
+    /// caller to walk (`Ok(None)` when there is no index).
+    pub(crate) fn indexed_tree(
+        &self,
+        base: &ConfinedPath,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Option<(String, Tree)>, NotServed> {
+        let Some((index, under)) = self.index_for(base) else {
+            return Ok(None);
+        };
+        index
+            .tree(&under, |path| keep(below(path, &under)))
+            .map(|tree| Some((under, tree)))
+    }
+
+    /// The candidates of `query` under `base` for a search that looks at
+    /// ignored files and reads on past a NUL byte at or after
+    /// `reads_past_nul_from` (`Ok(None)` when there is no index).
+    pub(crate) fn indexed_candidates_with_ignored(
+        &self,
+        base: &ConfinedPath,
+        query: &Query,
+        reads_past_nul_from: usize,
+    ) -> Result<Option<(String, Candidates)>, NotServed> {
+        let Some((index, under)) = self.index_for(base) else {
+            return Ok(None);
+        };
+        index
+            .candidates_with_ignored(query, &under, reads_past_nul_from)
+            .map(|found| Some((under, found)))
+    }
+
     fn index_for(&self, base: &ConfinedPath) -> Option<(&WorkspaceIndex, String)> {
         let index = self.index.as_ref()?;
         let under = under_root(self.workspace(), base)?;
@@ -130,6 +166,12 @@ pub(crate) fn scan_note(why: &NotServed) -> String {
     } else {
         String::new()
     }
+}
+
+/// The pruned directories (root-relative) of an index answer, relative to
+/// the base `under`, for [`Walk::run_within`](crate::walk::Walk).
+pub(crate) fn pruned_below(pruned: &[String], under: &str) -> Vec<String> {
+    pruned.iter().map(|p| below(p, under).to_owned()).collect()
 }
 
 /// `path` (root-relative) relative to `under`.

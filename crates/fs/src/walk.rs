@@ -151,12 +151,107 @@ impl Walk<'_> {
         I: Fn() -> S + Sync,
         V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
     {
-        let start = self.start()?;
+        let Start {
+            job,
+            skipped,
+            global,
+            shown_prefix,
+        } = self.start()?;
+        Ok(self.run_jobs(vec![job], skipped, global, shown_prefix, init, visit))
+    }
+
+    /// Walks only the directories `starts` (paths relative to the base,
+    /// none inside another), as [`run`](Self::run) would walk them as part
+    /// of the base: the same paths, depths, exclusions, notes and
+    /// visitors. Only for walks that do not consult ignore files (the
+    /// directories' ignore rules are not read). Each start's parents are
+    /// opened beneath the base one component at a time without following
+    /// symlinks; `Ok(None)` when one cannot be (the tree changed: the
+    /// caller walks the whole base instead).
+    pub(crate) fn run_within<T, S, I, V>(
+        &self,
+        starts: &[String],
+        init: I,
+        visit: V,
+    ) -> ToolResult<Option<Walked<T>>>
+    where
+        T: Send,
+        I: Fn() -> S + Sync,
+        V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
+    {
+        if self.respect_gitignore {
+            // The rules above each start would have to be read first.
+            return Ok(None);
+        }
+        let Start {
+            job,
+            skipped,
+            global,
+            shown_prefix,
+        } = self.start()?;
+        let JobDir::Open(base) = job.dir else {
+            return Ok(None);
+        };
+        let base = Arc::new(base);
+        let mut jobs = Vec::with_capacity(starts.len());
+        for rel in starts {
+            let (parent_rel, name) = match rel.rfind('/') {
+                Some(at) => (&rel[..at], &rel[at + 1..]),
+                None => ("", rel.as_str()),
+            };
+            let mut parent = Arc::clone(&base);
+            if !parent_rel.is_empty() {
+                for part in parent_rel.split('/') {
+                    match open_subdir(&parent, OsStr::new(part)) {
+                        Ok(dir) => parent = Arc::new(dir),
+                        Err(_) => return Ok(None),
+                    }
+                }
+            }
+            jobs.push(Job {
+                dir: JobDir::Child {
+                    parent,
+                    name: name.to_string(),
+                },
+                rel: rel.clone(),
+                anchor_rel: String::new(),
+                ignore: None,
+            });
+        }
+        if jobs.is_empty() {
+            return Ok(Some(Walked {
+                found: Vec::new(),
+                skipped,
+                cancelled: self.cancel.load(Ordering::Relaxed),
+            }));
+        }
+        Ok(Some(self.run_jobs(
+            jobs,
+            skipped,
+            global,
+            shown_prefix,
+            init,
+            visit,
+        )))
+    }
+
+    /// Runs the workers over `jobs` (the directories to read first).
+    fn run_jobs<T, S, I, V>(
+        &self,
+        jobs: Vec<Job>,
+        skipped: Vec<Skipped>,
+        global: Option<Gitignore>,
+        shown_prefix: String,
+        init: I,
+        visit: V,
+    ) -> Walked<T>
+    where
+        T: Send,
+        I: Fn() -> S + Sync,
+        V: Fn(&mut S, &FileEntry<'_>, &mut Sink<T>) -> Flow + Sync,
+    {
         let shared = Shared {
-            queue: Mutex::new(Queue {
-                jobs: vec![start.job],
-                active: 0,
-            }),
+            queue: Mutex::new(Queue { jobs, active: 0 }),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             cancel: self.cancel,
@@ -164,12 +259,12 @@ impl Walk<'_> {
             visit_dirs: self.visit_dirs,
             max_depth: self.max_depth,
             exclude: self.exclude,
-            global: start.global,
-            shown_prefix: start.shown_prefix,
+            global,
+            shown_prefix,
         };
         let results: Mutex<Sink<T>> = Mutex::new(Sink {
             found: Vec::new(),
-            skipped: start.skipped,
+            skipped,
         });
         std::thread::scope(|scope| {
             for _ in 0..worker_threads() {
@@ -190,11 +285,11 @@ impl Walk<'_> {
             }
         });
         let sink = results.into_inner().unwrap_or_else(PoisonError::into_inner);
-        Ok(Walked {
+        Walked {
             found: sink.found,
             skipped: sink.skipped,
             cancelled: self.cancel.load(Ordering::Relaxed),
-        })
+        }
     }
 
     /// Opens the base, and (when ignoring) reads the ignore files of the

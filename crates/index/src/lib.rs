@@ -3,14 +3,21 @@
 //! A [`WorkspaceIndex`] holds, for one root, the table of files the file
 //! tools' walk would visit with ignore files respected (path, size,
 //! modification time, inode) and an ASCII-case-folded trigram index of
-//! their text. It is built on a background thread and kept current by
-//! filesystem events. It answers two questions:
+//! their text. The table also records the ignore decision: ignored files
+//! met in the directories it walks are kept with a mark (never read), and
+//! ignored directories and `.git` are recorded as pruned (neither entered
+//! nor watched). It is built on a background thread and kept current by
+//! filesystem events. It answers these questions:
 //!
 //! - [`files`](WorkspaceIndex::files): the file list under a directory,
 //!   for `glob`-style queries;
 //! - [`candidates`](WorkspaceIndex::candidates): a superset of the files
 //!   that can hold a match of a regular expression, for `grep`, which then
-//!   runs its own matcher on them.
+//!   runs its own matcher on them;
+//! - [`tree`](WorkspaceIndex::tree) and
+//!   [`candidates_with_ignored`](WorkspaceIndex::candidates_with_ignored):
+//!   the same with ignored files included, leaving the pruned directories
+//!   for the caller to walk.
 //!
 //! Either answer is exact with respect to the tree *as it is when the query
 //! starts*: every event queued before then is applied first (see
@@ -46,7 +53,7 @@ pub use rules::{
     MAX_IGNORE_FILE_BYTES, RuleLevel, global_excludes_bytes, global_rules, is_ignored,
     rules_from_bytes,
 };
-pub use state::{AlwaysReason, IndexStats, ListedFile, WatchFailure};
+pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
 pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};
 
 /// The default memory budget of an index: 256 MiB.

@@ -70,6 +70,10 @@ enum Content {
     /// Starts with a NUL byte: the searcher stops before reading anything,
     /// so it never holds a match; listed, never a candidate.
     BinaryFromStart,
+    /// Ignored by the ignore files (or named `.git`): listed only for
+    /// queries that include ignored files, for which it is always a
+    /// candidate; never read.
+    Ignored,
     /// Replaced or removed; its postings linger until the next merge.
     Dead,
 }
@@ -102,6 +106,9 @@ struct FileRecord {
     /// Bytes of text indexed (0 unless indexed).
     text_bytes: u64,
     postings: u64,
+    /// Where the indexed text stopped at a NUL byte (`u32::MAX`: it did
+    /// not). A searcher that reads on past a NUL must take the file.
+    nul_at: u32,
 }
 
 #[derive(Debug)]
@@ -122,6 +129,33 @@ pub struct ListedFile {
     pub size: u64,
 }
 
+/// Everything the index holds below a directory, ignored files included,
+/// for queries that look at ignored files too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tree {
+    /// The regular files, ignored ones included (those a `keep` test
+    /// accepted, when one was given), in no particular order.
+    pub files: Vec<ListedFile>,
+    /// The directories the index walks (and watches) strictly below the
+    /// directory asked about, in no particular order.
+    pub dirs: Vec<String>,
+    /// The directories strictly below it the index records but does not
+    /// enter (ignored ones, `.git`): the caller walks each of them to see
+    /// what they hold. Sorted; none lies inside another.
+    pub pruned: Vec<String>,
+}
+
+/// The candidates of a query that includes ignored files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Candidates {
+    /// The files that may hold a match, ignored ones included (every one
+    /// of those is a candidate), in path order.
+    pub paths: Vec<String>,
+    /// The directories the index does not enter, as in [`Tree::pruned`]:
+    /// every file in them is a candidate; the caller walks them.
+    pub pruned: Vec<String>,
+}
+
 /// Figures about an index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexStats {
@@ -131,6 +165,10 @@ pub struct IndexStats {
     pub indexed_files: u64,
     /// Files that are candidates for every query.
     pub always_candidates: u64,
+    /// Ignored files held (listed, never read).
+    pub ignored_files: u64,
+    /// Directories recorded but not entered (ignored ones, `.git`).
+    pub pruned_directories: u64,
     /// Bytes of text indexed.
     pub text_bytes: u64,
     /// (trigram, file) pairs held.
@@ -184,6 +222,9 @@ pub(crate) struct State {
     files: Vec<FileRecord>,
     by_path: HashMap<Arc<str>, u32>,
     dirs: BTreeMap<String, DirRecord>,
+    /// Directories met in covered ones that are not entered nor watched:
+    /// ignored directories, `.git`, and the index's own scratch directory.
+    pruned: BTreeSet<String>,
     /// `.git/info` directories watched, by the directory whose rules they
     /// hold.
     exclude_dirs: BTreeMap<String, PathBuf>,
@@ -204,6 +245,8 @@ struct Read1 {
     binary_from_start: bool,
     outcome: Result<Vec<Trigram>, AlwaysReason>,
     text_bytes: u64,
+    /// Where the text read stopped at a NUL byte.
+    nul_at: Option<usize>,
 }
 
 /// What a walk of a subtree found.
@@ -211,6 +254,11 @@ struct Read1 {
 struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
     files: Vec<String>,
+    /// Regular files the rules ignore (or named `.git`).
+    ignored_files: Vec<String>,
+    /// Directories the rules ignore, `.git` directories, the scratch
+    /// directory: recorded, not entered.
+    pruned: Vec<String>,
     troubles: Vec<String>,
 }
 
@@ -231,6 +279,7 @@ impl State {
             files: Vec::new(),
             by_path: HashMap::new(),
             dirs: BTreeMap::new(),
+            pruned: BTreeSet::new(),
             exclude_dirs: BTreeMap::new(),
             segments: Vec::new(),
             loose: Vec::new(),
@@ -275,6 +324,9 @@ impl State {
         let base = Segment::merge(&parts, Some);
         drop(parts);
         state.segments = vec![base];
+        for rel in &listing.ignored_files {
+            state.push_ignored(rel);
+        }
         Ok(state)
     }
 
@@ -305,6 +357,7 @@ impl State {
                                         binary_from_start: false,
                                         outcome: Err(AlwaysReason::Unreadable),
                                         text_bytes: 0,
+                                        nul_at: None,
                                     };
                                 }
                                 let mut read = self.read_file(path, &mut collector);
@@ -333,6 +386,7 @@ impl State {
             binary_from_start: false,
             outcome: Err(AlwaysReason::Unreadable),
             text_bytes: 0,
+            nul_at: None,
         };
         let Ok(file) = open_no_follow(&self.root.join(rel)) else {
             return unreadable(None);
@@ -350,6 +404,7 @@ impl State {
                 binary_from_start: false,
                 outcome: Err(AlwaysReason::TooLarge),
                 text_bytes: 0,
+                nul_at: None,
             };
         }
         // The first block decides for binary files: a NUL in it ends what
@@ -372,6 +427,7 @@ impl State {
                 binary_from_start: false,
                 outcome: Err(AlwaysReason::ByteOrderMark),
                 text_bytes: 0,
+                nul_at: None,
             };
         }
         let first_nul = match memchr_nul(&bytes) {
@@ -387,6 +443,7 @@ impl State {
                         binary_from_start: false,
                         outcome: Err(AlwaysReason::TooLarge),
                         text_bytes: 0,
+                        nul_at: None,
                     };
                 }
                 if memchr_nul(&bytes[checked..]).is_some() {
@@ -395,6 +452,7 @@ impl State {
                         binary_from_start: false,
                         outcome: Err(AlwaysReason::LateNul),
                         text_bytes: 0,
+                        nul_at: None,
                     };
                 }
                 None
@@ -409,6 +467,7 @@ impl State {
             binary_from_start: first_nul == Some(0),
             text_bytes: text.len() as u64,
             outcome: Ok(collector.collect(text)),
+            nul_at: first_nul,
         }
     }
 
@@ -437,11 +496,47 @@ impl State {
                 0
             },
             postings,
+            nul_at: read
+                .nul_at
+                .map_or(u32::MAX, |at| u32::try_from(at).unwrap_or(u32::MAX)),
         });
         if let Some(old) = self.by_path.insert(path, id) {
             self.kill(old);
         }
         id
+    }
+
+    /// Records an ignored file (its stamp only; it is never read), or
+    /// drops the path when it is no longer a regular file.
+    fn push_ignored(&mut self, rel: &str) {
+        let meta = match std::fs::symlink_metadata(self.abs(rel)) {
+            Ok(meta) if meta.is_file() => meta,
+            // Gone or replaced since it was listed: its own event follows.
+            _ => {
+                self.remove_file(rel);
+                return;
+            }
+        };
+        let stamp = Stamp::of(&meta);
+        if let Some(&id) = self.by_path.get(rel) {
+            let record = &self.files[id as usize];
+            if record.content == Content::Ignored && record.stamp == stamp {
+                return;
+            }
+        }
+        let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
+        let path: Arc<str> = Arc::from(rel);
+        self.files.push(FileRecord {
+            path: Arc::clone(&path),
+            stamp,
+            content: Content::Ignored,
+            text_bytes: 0,
+            postings: 0,
+            nul_at: u32::MAX,
+        });
+        if let Some(old) = self.by_path.insert(path, id) {
+            self.kill(old);
+        }
     }
 
     fn kill(&mut self, id: u32) {
@@ -508,21 +603,27 @@ impl State {
                     listing.troubles.push(join(&dir_rel, name));
                     continue;
                 };
-                if name == ".git" {
-                    continue;
-                }
                 let rel = join(&dir_rel, name);
-                if self.hidden_dir.as_deref() == Some(rel.as_str()) {
-                    continue;
-                }
+                // `.git` and the scratch directory are recorded, never
+                // entered: a query that wants them walks them.
+                let never_entered =
+                    name == ".git" || self.hidden_dir.as_deref() == Some(rel.as_str());
                 if kind.is_dir() {
-                    if !is_ignored(rules.as_deref(), self.global.as_ref(), &rel, true) {
+                    if never_entered
+                        || is_ignored(rules.as_deref(), self.global.as_ref(), &rel, true)
+                    {
+                        listing.pruned.push(rel);
+                    } else {
                         stack.push((rel, rules.clone()));
                     }
-                } else if kind.is_file()
-                    && !is_ignored(rules.as_deref(), self.global.as_ref(), &rel, false)
-                {
-                    listing.files.push(rel);
+                } else if kind.is_file() {
+                    if never_entered
+                        || is_ignored(rules.as_deref(), self.global.as_ref(), &rel, false)
+                    {
+                        listing.ignored_files.push(rel);
+                    } else {
+                        listing.files.push(rel);
+                    }
                 }
             }
         }
@@ -543,6 +644,7 @@ impl State {
                 self.exclude_dirs.insert(rel.clone(), info);
             }
         }
+        self.pruned.extend(listing.pruned.iter().cloned());
         self.troubles.paths.extend(listing.troubles.iter().cloned());
     }
 
@@ -605,7 +707,10 @@ impl State {
                     self.remove_subtree(rel, watch);
                 }
                 self.remove_file(rel);
-                if !is_ignored(rules.as_deref(), self.global.as_ref(), rel, true) {
+                if is_ignored(rules.as_deref(), self.global.as_ref(), rel, true) {
+                    self.pruned.insert(rel.to_string());
+                } else {
+                    self.pruned.remove(rel);
                     self.add_subtree(rel, rules, watch)?;
                 }
                 Ok(())
@@ -614,8 +719,9 @@ impl State {
                 if self.dirs.contains_key(rel) {
                     self.remove_subtree(rel, watch);
                 }
+                self.pruned.remove(rel);
                 if is_ignored(rules.as_deref(), self.global.as_ref(), rel, false) {
-                    self.remove_file(rel);
+                    self.push_ignored(rel);
                 } else {
                     self.index_one(rel);
                 }
@@ -626,6 +732,7 @@ impl State {
                 if self.dirs.contains_key(rel) {
                     self.remove_subtree(rel, watch);
                 }
+                self.pruned.remove(rel);
                 self.remove_file(rel);
                 self.troubles.paths.remove(rel);
                 Ok(())
@@ -676,8 +783,14 @@ impl State {
             }
         }
         self.troubles.paths.retain(|p| !is_within(p, dir));
+        self.pruned.retain(|p| !is_within(p, dir));
         self.adopt_listing_dirs(&listing);
-        let found: BTreeSet<&str> = listing.files.iter().map(String::as_str).collect();
+        let found: BTreeSet<&str> = listing
+            .files
+            .iter()
+            .chain(&listing.ignored_files)
+            .map(String::as_str)
+            .collect();
         let gone_files: Vec<String> = self
             .files_within(dir)
             .into_iter()
@@ -687,13 +800,19 @@ impl State {
             self.remove_file(&gone);
         }
         for rel in &listing.files {
+            // A file that was ignored until now is read even if unchanged.
             let unchanged = self.by_path.get(rel.as_str()).is_some_and(|&id| {
-                std::fs::symlink_metadata(self.abs(rel))
-                    .is_ok_and(|meta| Stamp::of(&meta) == self.files[id as usize].stamp)
+                let record = &self.files[id as usize];
+                record.content != Content::Ignored
+                    && std::fs::symlink_metadata(self.abs(rel))
+                        .is_ok_and(|meta| Stamp::of(&meta) == record.stamp)
             });
             if !unchanged {
                 self.index_one(rel);
             }
+        }
+        for rel in &listing.ignored_files {
+            self.push_ignored(rel);
         }
         Ok(())
     }
@@ -710,6 +829,9 @@ impl State {
         for rel in &listing.files {
             self.index_one(rel);
         }
+        for rel in &listing.ignored_files {
+            self.push_ignored(rel);
+        }
         Ok(())
     }
 
@@ -725,6 +847,7 @@ impl State {
             self.remove_file(&gone);
         }
         self.troubles.paths.retain(|p| !is_within(p, dir));
+        self.pruned.retain(|p| !is_within(p, dir));
     }
 
     fn dirs_within(&self, dir: &str) -> Vec<String> {
@@ -838,7 +961,7 @@ impl State {
     pub(crate) fn list_where(&self, under: &str, keep: impl Fn(&str) -> bool) -> Vec<ListedFile> {
         self.files
             .iter()
-            .filter(|r| r.content != Content::Dead && is_within(&r.path, under) && keep(&r.path))
+            .filter(|r| r.is_listed() && is_within(&r.path, under) && keep(&r.path))
             .map(|r| ListedFile {
                 path: r.path.to_string(),
                 modified: r.stamp.modified,
@@ -852,7 +975,7 @@ impl State {
         let mut out: Vec<ListedFile> = self
             .files
             .iter()
-            .filter(|r| r.content != Content::Dead && is_within(&r.path, under))
+            .filter(|r| r.is_listed() && is_within(&r.path, under))
             .map(|r| ListedFile {
                 path: r.path.to_string(),
                 modified: r.stamp.modified,
@@ -869,7 +992,7 @@ impl State {
     pub(crate) fn candidates(&self, query: &Query, under: &str) -> Vec<String> {
         let answer = evaluate(query, self);
         let pick = |id: usize, record: &FileRecord| match record.content {
-            Content::Dead | Content::BinaryFromStart => false,
+            Content::Dead | Content::BinaryFromStart | Content::Ignored => false,
             Content::Always(_) => true,
             Content::Indexed => match &answer {
                 Answer::All => true,
@@ -887,6 +1010,89 @@ impl State {
         out
     }
 
+    /// Everything below `under`, ignored files included (those whose path
+    /// `keep` accepts), with the directories walked and those pruned.
+    pub(crate) fn tree(&self, under: &str, keep: impl Fn(&str) -> bool) -> Tree {
+        let files = self
+            .files
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r.content,
+                    Content::Indexed
+                        | Content::Always(_)
+                        | Content::BinaryFromStart
+                        | Content::Ignored
+                ) && is_within(&r.path, under)
+                    && keep(&r.path)
+            })
+            .map(|r| ListedFile {
+                path: r.path.to_string(),
+                modified: r.stamp.modified,
+                size: r.stamp.size,
+            })
+            .collect();
+        let dirs = self
+            .dirs_within(under)
+            .into_iter()
+            .filter(|d| d != under)
+            .collect();
+        Tree {
+            files,
+            dirs,
+            pruned: self.pruned_within(under),
+        }
+    }
+
+    /// The pruned directories strictly below `under`, sorted.
+    fn pruned_within(&self, under: &str) -> Vec<String> {
+        self.pruned
+            .range::<str, _>((std::ops::Bound::Included(under), std::ops::Bound::Unbounded))
+            .take_while(|d| under.is_empty() || d.starts_with(under))
+            .filter(|d| d.as_str() != under && is_within(d, under))
+            .cloned()
+            .collect()
+    }
+
+    /// The candidates of `query` below `under` for a search that looks at
+    /// ignored files too and reads a file on past a NUL byte found at or
+    /// after `reads_past_nul_from`: the candidates of
+    /// [`candidates`](Self::candidates), every ignored file, and every
+    /// indexed file whose indexed text stopped at such a NUL.
+    pub(crate) fn candidates_with_ignored(
+        &self,
+        query: &Query,
+        under: &str,
+        reads_past_nul_from: usize,
+    ) -> Candidates {
+        let answer = evaluate(query, self);
+        let past_nul = u32::try_from(reads_past_nul_from).unwrap_or(u32::MAX);
+        let pick = |id: usize, record: &FileRecord| match record.content {
+            Content::Dead => false,
+            Content::Always(_) | Content::Ignored => true,
+            Content::Indexed | Content::BinaryFromStart => {
+                (record.nul_at != u32::MAX && record.nul_at >= past_nul)
+                    || (record.content == Content::Indexed
+                        && match &answer {
+                            Answer::All => true,
+                            Answer::Ids(ids) => ids.binary_search(&(id as u32)).is_ok(),
+                        })
+            }
+        };
+        let mut paths: Vec<String> = self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(id, r)| is_within(&r.path, under) && pick(*id, r))
+            .map(|(_, r)| r.path.to_string())
+            .collect();
+        paths.sort_unstable();
+        Candidates {
+            paths,
+            pruned: self.pruned_within(under),
+        }
+    }
+
     pub(crate) fn stats(&self) -> IndexStats {
         let mut stats = IndexStats::default();
         for record in &self.files {
@@ -897,6 +1103,7 @@ impl State {
                     stats.text_bytes += record.text_bytes;
                 }
                 Content::Always(_) => stats.always_candidates += 1,
+                Content::Ignored => stats.ignored_files += 1,
                 Content::BinaryFromStart => {}
             }
             stats.files += 1;
@@ -918,8 +1125,10 @@ impl State {
         stats.table_bytes = self.files.len() as u64 * std::mem::size_of::<FileRecord>() as u64
             + paths
             + self.by_path.capacity() as u64 * 24
-            + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>();
+            + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>()
+            + self.pruned.iter().map(|d| d.len() as u64 + 48).sum::<u64>();
         stats.directories = self.dirs.len() as u64;
+        stats.pruned_directories = self.pruned.len() as u64;
         stats
     }
 
@@ -930,6 +1139,16 @@ impl State {
         match self.files[id as usize].content {
             Content::Always(why) => Some(why),
             _ => None,
+        }
+    }
+}
+
+impl FileRecord {
+    /// Whether queries that respect ignore files list it.
+    fn is_listed(&self) -> bool {
+        match self.content {
+            Content::Indexed | Content::Always(_) | Content::BinaryFromStart => true,
+            Content::Ignored | Content::Dead => false,
         }
     }
 }

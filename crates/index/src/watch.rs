@@ -22,7 +22,7 @@ use notify::event::{AccessKind, AccessMode, Flag};
 use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::query::Query;
-use crate::state::{IndexStats, Limits, ListedFile, State, Watch, WatchFailure};
+use crate::state::{Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure};
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
 /// The start of a marker directory's name; the owner's process id and a
@@ -362,6 +362,33 @@ impl WorkspaceIndex {
     /// budget, unreadable, starting with a byte-order mark).
     pub fn candidates(&self, query: &Query, under: &str) -> Result<Vec<String>, NotServed> {
         self.serve(under, |state| state.candidates(query, under))
+    }
+
+    /// Everything under `under` as the tree is when the call starts,
+    /// ignored files included (those whose root-relative path `keep`
+    /// accepts): for queries that look at ignored files, which answer from
+    /// this and walk each [pruned](Tree::pruned) directory themselves.
+    pub fn tree(&self, under: &str, keep: impl Fn(&str) -> bool) -> Result<Tree, NotServed> {
+        self.serve(under, |state| state.tree(under, keep))
+    }
+
+    /// The candidates of `query` under `under` for a search that looks at
+    /// ignored files too, as the tree is when the call starts: those of
+    /// [`candidates`](Self::candidates), every ignored file, and every file
+    /// whose indexed text stopped at a NUL byte at or past
+    /// `reads_past_nul_from` (a searcher that only treats a NUL in the
+    /// first bytes as binary reads on past a later one). The files in the
+    /// [pruned](Candidates::pruned) directories are candidates too; the
+    /// caller walks them.
+    pub fn candidates_with_ignored(
+        &self,
+        query: &Query,
+        under: &str,
+        reads_past_nul_from: usize,
+    ) -> Result<Candidates, NotServed> {
+        self.serve(under, |state| {
+            state.candidates_with_ignored(query, under, reads_past_nul_from)
+        })
     }
 
     /// Figures about the index, once built.

@@ -171,6 +171,9 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
     let mut found: Vec<(String, FileLines)> = Vec::new();
     let mut skipped = outside;
     let mut stopped = false;
+    // Said once, after the output, when the workspace index failed and the
+    // tree was walked instead.
+    let mut scan_notes = String::new();
     for walk in &walks {
         let include = include_set(&walk.patterns)?;
         let prefix = walk.shown.trim_end_matches('/').to_string();
@@ -198,6 +201,9 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
         )?;
         stopped |= result.stopped;
         skipped.extend(result.skipped);
+        if !scan_notes.contains(&result.scan_note) {
+            scan_notes.push_str(&result.scan_note);
+        }
         for file in result.files {
             if walk.is_file() && !select(&file.rel) {
                 continue;
@@ -217,7 +223,7 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
         args.context_lines > 0,
         max_results,
         stopped,
-    ))
+    ) + &scan_notes)
 }
 
 /// One walk: a base directory (or file) and the globs it serves (none:

@@ -7,7 +7,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agent_tools_confine::{Confinement, Workspace};
-use agent_tools_fs::{FileTools, GlobArgs, GrepArgs, IndexSettings, Limits, OutputMode};
+use std::sync::atomic::AtomicBool;
+
+use agent_tools_fs::ecma::{EcmaMatcher, EcmaRegex, EcmaSearch};
+use agent_tools_fs::{
+    FileTools, FindOptions, GlobArgs, GrepArgs, IndexSettings, Keep, Limits, OutputMode,
+};
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, check_same, result_set};
@@ -116,6 +121,118 @@ pub fn installed(ctx: &Ctx<'_>, root: &Path) -> Result<Table> {
         ("no usable literal", NO_LITERAL),
     ];
     measure(ctx, title, root, false, listed, &cases, "**/*.py")
+}
+
+/// `find` over the whole tree, directories included, as `directory_tree`
+/// asks (`name_has`: only entries whose name holds it, as `search_files`
+/// asks), printed whole.
+fn find_all(tools: &FileTools, name_has: Option<&str>) -> Result<String> {
+    let options = FindOptions {
+        exclude: None,
+        directories: true,
+        max_depth: None,
+        keep: Keep {
+            max_entries: None,
+            max_bytes: 64 * 1024 * 1024,
+            bytes_per_entry: 48,
+        },
+    };
+    let found = tools
+        .find(
+            ".",
+            &options,
+            |_, name, _| name_has.is_none_or(|part| name.contains(part)),
+            &AtomicBool::new(false),
+        )
+        .map_err(|err| anyhow::anyhow!("find: {err}"))?;
+    Ok(format!("{found:?}"))
+}
+
+/// A glob that lists ignored files too (the Claude Code surface's `Glob`).
+fn glob_all(tools: &FileTools, pattern: &str) -> Result<String> {
+    let mut args = GlobArgs::new(pattern);
+    args.respect_gitignore = false;
+    tools
+        .glob(&args)
+        .map_err(|err| anyhow::anyhow!("glob: {err}"))
+}
+
+/// An ECMAScript search of the whole tree, ignored files included (the
+/// filesystem surface's `grep_files`), printed whole.
+fn ecma_grep(tools: &FileTools, pattern: &str) -> Result<String> {
+    let regex = EcmaRegex::new(pattern, false).map_err(|err| anyhow::anyhow!("{err}"))?;
+    let matcher = EcmaMatcher::new(regex);
+    let search = EcmaSearch {
+        matcher: &matcher,
+        context: 0,
+        max_matches: 1_000_000,
+    };
+    let base = tools
+        .workspace()
+        .resolve_dir(Some("."), "a directory")
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    let found = tools
+        .ecma_search(&base, &search, &|_| true, &AtomicBool::new(false))
+        .map_err(|err| anyhow::anyhow!("ecma grep: {err}"))?;
+    Ok(format!(
+        "{:?} {:?} {}",
+        found.files, found.skipped, found.scan_note
+    ))
+}
+
+/// The queries that include ignored files (find, a glob that does not
+/// respect ignore files, the ECMAScript search), indexed vs walk, checked
+/// identical. Returns whether every output was.
+fn ignored_too(
+    table: &mut Table,
+    indexed: &FileTools,
+    plain: &FileTools,
+    runs: usize,
+    glob_pattern: &str,
+    cases: &[(&str, &str)],
+) -> Result<bool> {
+    type Query<'a> = Box<dyn Fn(&FileTools) -> Result<String> + 'a>;
+    let mut queries: Vec<(String, Query<'_>)> = vec![
+        (
+            "find, whole tree with directories (directory_tree)".into(),
+            Box::new(|tools| find_all(tools, None)),
+        ),
+        (
+            "find, names holding `_1` (search_files)".into(),
+            Box::new(|tools| find_all(tools, Some("_1"))),
+        ),
+        (
+            format!("glob `{glob_pattern}`, ignored files included"),
+            Box::new(move |tools| glob_all(tools, glob_pattern)),
+        ),
+    ];
+    for &(what, pattern) in cases {
+        // Only the patterns ECMAScript reads: `(?i)` is Rust's.
+        if EcmaRegex::new(pattern, false).is_ok() {
+            queries.push((
+                format!("ECMAScript grep {what} `{pattern}`, ignored files included"),
+                Box::new(move |tools| ecma_grep(tools, pattern)),
+            ));
+        }
+    }
+    let mut all_same = true;
+    for (label, query) in &queries {
+        eprintln!("index: {label} ...");
+        let ours = query(indexed)?;
+        if ours != query(plain)? {
+            all_same = false;
+            table.note(format!(
+                "**warning:** {label}: the output with the index differs from the walk's"
+            ));
+        }
+        let mut steps: Vec<Step<'_>> = vec![
+            Box::new(|| query(indexed).map(drop)),
+            Box::new(|| query(plain).map(drop)),
+        ];
+        let timed = interleaved(runs, &mut steps)?;
+        table.timed(format!("{label} — indexed vs walk"), &timed[0], &timed[1]);
+    }
+    Ok(all_same)
 }
 
 fn glob_of(tools: &FileTools, pattern: &str) -> Result<String> {
@@ -250,6 +367,7 @@ fn measure(
             &timed[3],
         );
     }
+    all_same &= ignored_too(&mut table, &indexed, &plain, runs, glob_pattern, cases)?;
     table.note(format!(
         "In-process `FileTools` calls with the index built and ready, after every \
          freshness barrier (each call first waits for the events queued before it). \

@@ -20,6 +20,7 @@
 use aho_corasick::AhoCorasick;
 use grep_matcher::{LineMatchKind, LineTerminator, Match, Matcher, NoCaptures, NoError};
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
+use regex_syntax::hir::{Capture, Class, Dot, Hir, HirKind, Repetition};
 
 use super::EcmaRegex;
 
@@ -47,6 +48,35 @@ impl EcmaMatcher {
     /// The regex.
     pub fn regex(&self) -> &EcmaRegex {
         &self.regex
+    }
+
+    /// The workspace index's trigram query for this regex: a file whose
+    /// trigrams fail it holds no line regress matches. Built only when
+    /// regex-syntax reads the pattern as regress does (as for the
+    /// prefilter); otherwise every file passes.
+    ///
+    /// Soundness, on top of the prefilter's: every non-ASCII character of
+    /// the pattern, and every class with a non-ASCII member, is widened to
+    /// "any character". That covers ECMAScript's case folding (under which
+    /// an ASCII character only meets its ASCII case partner, which the
+    /// index's ASCII folding already equates, while a non-ASCII one may
+    /// meet other non-ASCII forms), classes whose non-ASCII members differ
+    /// between the dialects (`\s` holds U+FEFF only in ECMAScript), and
+    /// lines that are not UTF-8, which are matched as decoded with U+FFFD
+    /// for their invalid bytes (ASCII bytes decode as themselves).
+    /// Anchors and `\b` match no character, so the query ignores them.
+    pub(crate) fn trigram_query(&self) -> agent_tools_index::Query {
+        if !self.regex.same_in_rust() {
+            return agent_tools_index::Query::All;
+        }
+        let parsed = regex_syntax::ParserBuilder::new()
+            .multi_line(true)
+            .build()
+            .parse(self.regex.pattern());
+        match parsed {
+            Ok(hir) => agent_tools_index::regex_query(&ascii_only(&hir)),
+            Err(_) => agent_tools_index::Query::All,
+        }
     }
 
     /// Whether lines are skipped by literal before regress runs.
@@ -135,6 +165,53 @@ impl Matcher for EcmaMatcher {
                 .find_at(haystack, 0)?
                 .map(|found| LineMatchKind::Confirmed(found.start())),
         })
+    }
+}
+
+/// `hir` with every non-ASCII character and every class holding one
+/// turned into "any character" (see [`EcmaMatcher::trigram_query`]).
+fn ascii_only(hir: &Hir) -> Hir {
+    let any = || Hir::dot(Dot::AnyChar);
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => hir.clone(),
+        HirKind::Literal(literal) => match std::str::from_utf8(&literal.0) {
+            Ok(text) => Hir::concat(
+                text.chars()
+                    .map(|c| {
+                        if c.is_ascii() {
+                            Hir::literal(c.to_string().into_bytes())
+                        } else {
+                            any()
+                        }
+                    })
+                    .collect(),
+            ),
+            Err(_) => any(),
+        },
+        HirKind::Class(Class::Unicode(class)) => {
+            if class.ranges().iter().any(|range| !range.end().is_ascii()) {
+                any()
+            } else {
+                hir.clone()
+            }
+        }
+        HirKind::Class(Class::Bytes(class)) => {
+            if class.ranges().iter().any(|range| !range.end().is_ascii()) {
+                any()
+            } else {
+                hir.clone()
+            }
+        }
+        HirKind::Repetition(repetition) => Hir::repetition(Repetition {
+            sub: Box::new(ascii_only(&repetition.sub)),
+            ..repetition.clone()
+        }),
+        HirKind::Capture(capture) => Hir::capture(Capture {
+            sub: Box::new(ascii_only(&capture.sub)),
+            ..capture.clone()
+        }),
+        HirKind::Concat(parts) => Hir::concat(parts.iter().map(ascii_only).collect()),
+        HirKind::Alternation(parts) => Hir::alternation(parts.iter().map(ascii_only).collect()),
     }
 }
 

@@ -12,7 +12,8 @@ use agent_tools_text::truncate_line;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
 use super::EcmaMatcher;
-use crate::walk::{Flow, Skipped, Walk};
+use crate::indexed::{below, pruned_below, scan_note};
+use crate::walk::{FileEntry, Flow, Sink as WalkSink, Skipped, Walk, visit_listed};
 use crate::{FileTools, cancelled};
 
 /// A file holding a NUL byte in its first this many bytes is binary and
@@ -72,6 +73,9 @@ pub struct SearchFound {
     /// The search stopped early (more than `max_matches`, or the output
     /// budget): the files listed are a part of those that match.
     pub stopped: bool,
+    /// A note saying the tree was walked because the workspace index
+    /// failed (see the index's fallbacks), or empty.
+    pub scan_note: String,
 }
 
 struct Budget {
@@ -225,34 +229,40 @@ impl FileTools {
                 max_depth: None,
                 exclude: None,
             };
-            let walked = walk.run(make_searcher, |searcher, entry, sink| {
+            // One file met by the walk or named by the index.
+            let visit = |searcher: &mut Searcher,
+                         dir: &cap_std::fs::Dir,
+                         name: &str,
+                         rel: &str,
+                         shown: &str,
+                         sink: &mut WalkSink<FileLines>| {
                 if budget.spent() {
                     return Flow::Quit;
                 }
-                if !select(entry.rel) {
+                if !select(rel) {
                     return Flow::Continue;
                 }
-                let file = match open_regular_at(entry.dir, Path::new(entry.name)) {
+                let file = match open_regular_at(dir, Path::new(name)) {
                     Ok((file, _)) => file,
                     Err(OpenRegularError::NotRegular(kind)) => {
                         sink.skipped
-                            .push(Skipped::new(entry.shown, format!("it became {kind}")));
+                            .push(Skipped::new(shown, format!("it became {kind}")));
                         return Flow::Continue;
                     }
                     Err(OpenRegularError::Io(err)) => {
                         sink.skipped
-                            .push(Skipped::new(entry.shown, format!("cannot open: {err}")));
+                            .push(Skipped::new(shown, format!("cannot open: {err}")));
                         return Flow::Continue;
                     }
                 };
                 match search_one(searcher, file) {
                     Ok(lines) if lines.iter().any(|l| l.is_match) => sink.found.push(FileLines {
-                        rel: entry.rel.to_string(),
+                        rel: rel.to_string(),
                         lines,
                     }),
                     Ok(_) | Err(Unsearched::Binary) => {}
                     Err(Unsearched::Failed(why)) => {
-                        sink.skipped.push(Skipped::new(entry.shown, why));
+                        sink.skipped.push(Skipped::new(shown, why));
                     }
                 }
                 if budget.spent() {
@@ -260,7 +270,55 @@ impl FileTools {
                 } else {
                     Flow::Continue
                 }
-            })?;
+            };
+            let visit_entry =
+                |searcher: &mut Searcher, entry: &FileEntry<'_>, sink: &mut WalkSink<FileLines>| {
+                    visit(
+                        searcher,
+                        entry.dir,
+                        entry.name,
+                        entry.rel,
+                        entry.shown,
+                        sink,
+                    )
+                };
+            // From the index: its candidates (every ignored file among
+            // them), and a walk of only the directories it does not enter.
+            let mut from_index = None;
+            match self.indexed_candidates_with_ignored(
+                base,
+                &search.matcher.trigram_query(),
+                BINARY_PROBE_BYTES,
+            ) {
+                Ok(Some((under, candidates))) => {
+                    let to_walk = pruned_below(&candidates.pruned, &under);
+                    if let Some(walked) = walk.run_within(&to_walk, make_searcher, visit_entry)? {
+                        let root = ws.open_dir(&ws.root_path())?;
+                        let listed = visit_listed(
+                            &root,
+                            &candidates.paths,
+                            make_searcher,
+                            |searcher, dir, name, path, sink| {
+                                if cancel.load(Ordering::Relaxed) {
+                                    return Flow::Quit;
+                                }
+                                visit(searcher, dir, name, below(path, &under), path, sink)
+                            },
+                        );
+                        from_index = Some((walked, listed));
+                    }
+                }
+                Ok(None) => {}
+                Err(why) => found.scan_note = scan_note(&why),
+            }
+            let walked = match from_index {
+                Some((mut walked, mut listed)) => {
+                    walked.found.append(&mut listed.found);
+                    walked.skipped.append(&mut listed.skipped);
+                    walked
+                }
+                None => walk.run(make_searcher, visit_entry)?,
+            };
             if walked.cancelled {
                 return Err(cancelled());
             }
