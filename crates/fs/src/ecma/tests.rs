@@ -132,6 +132,19 @@ fn the_prefilter_is_used_only_when_both_dialects_agree() {
 }
 
 #[test]
+fn whitespace_is_ecmascripts_whatever_the_prefilter() {
+    // ECMAScript's `\s` takes U+FEFF, the Rust dialect's does not: a
+    // prefilter built from the Rust reading must not drop such a line.
+    let text = "a\u{FEFF}b\nzz a b\nq\u{FEFF}x\n";
+    assert_eq!(lines_found(r"a\sb", false, text), [1, 2]);
+    assert_eq!(lines_found(r"a\s+b", false, text), [1, 2]);
+    assert_eq!(lines_found(r"a[\s]b", false, text), [1, 2]);
+    assert_eq!(lines_found(r"q\sx", false, text), [3]);
+    assert_eq!(lines_found(r"\sx", false, text), [3]);
+    assert_eq!(lines_found(r"q\Sx", false, text), Vec::<usize>::new());
+}
+
+#[test]
 fn invalid_utf8_lines_are_matched_as_decoded() {
     let matcher = EcmaMatcher::new(EcmaRegex::new("needle", false).unwrap());
     let haystack = b"ok\n\xff needle\n";
