@@ -7,8 +7,11 @@ use agent_tools_confine::quote_text;
 use agent_tools_error::{ToolError, ToolResult};
 use globset::GlobBuilder;
 
-use crate::indexed::{below, pruned_below, scan_note};
-use crate::walk::{FileEntry, Flow, Sink, Walk, skipped_note};
+use agent_tools_confine::ConfinedPath;
+use globset::GlobMatcher;
+
+use crate::indexed::{self, below, pruned_below};
+use crate::walk::{FileEntry, Flow, Sink, Skipped, Walk, skipped_note};
 use crate::{FileTools, GlobArgs, cancelled, page};
 
 /// What `glob` prints when nothing matches (a success).
@@ -53,11 +56,29 @@ impl FileTools {
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
         let matcher = compile(&pattern, &args.pattern)?.compile_matcher();
+        let mut matched = self.matching_files(&base, &matcher, args.respect_gitignore, cancel)?;
+        let note = skipped_note(&mut matched.skipped) + &matched.scan_note;
+        Ok(GlobFound {
+            files: matched.files,
+            note,
+        })
+    }
 
+    /// The files under `base` whose path relative to it `matcher` accepts:
+    /// from the index when it can answer (its file list, or for a search
+    /// that includes ignored files its table plus a walk of only the
+    /// directories it does not enter), by walking otherwise.
+    fn matching_files(
+        &self,
+        base: &ConfinedPath,
+        matcher: &GlobMatcher,
+        respect_gitignore: bool,
+        cancel: &AtomicBool,
+    ) -> ToolResult<Matched> {
         let walk = Walk {
-            workspace: ws,
-            base: &base,
-            respect_gitignore: args.respect_gitignore,
+            workspace: self.workspace(),
+            base,
+            respect_gitignore,
             cancel,
             visit_dirs: false,
             max_depth: None,
@@ -89,11 +110,11 @@ impl FileTools {
                 })
                 .collect::<Vec<GlobFile>>()
         };
-        let mut scan_why = String::new();
-        if !args.respect_gitignore {
+        let mut scan_note = String::new();
+        if !respect_gitignore {
             // Ignored files too: the index's table, and a walk of only the
             // directories it does not enter.
-            match self.indexed_tree(&base, |rel| matcher.is_match(rel)) {
+            match self.indexed_tree(base, |rel| matcher.is_match(rel)) {
                 Ok(Some((under, tree))) => {
                     let to_walk = pruned_below(&tree.pruned, &under);
                     if let Some(mut walked) = walk.run_within(&to_walk, || (), visit)? {
@@ -102,37 +123,48 @@ impl FileTools {
                         }
                         let mut files = from_table(&under, tree.files);
                         files.append(&mut walked.found);
-                        return Ok(GlobFound {
+                        return Ok(Matched {
                             files,
-                            note: skipped_note(&mut walked.skipped),
+                            skipped: walked.skipped,
+                            scan_note,
                         });
                     }
                 }
                 Ok(None) => {}
-                Err(why) => scan_why = scan_note(&why),
+                Err(why) => scan_note = indexed::scan_note(&why),
             }
         } else {
-            match self.indexed_files(&base, |rel| matcher.is_match(rel)) {
+            match self.indexed_files(base, |rel| matcher.is_match(rel)) {
                 Ok(Some((under, files))) => {
-                    return Ok(GlobFound {
+                    return Ok(Matched {
                         files: from_table(&under, files),
-                        note: String::new(),
+                        skipped: Vec::new(),
+                        scan_note,
                     });
                 }
                 Ok(None) => {}
-                Err(why) => scan_why = scan_note(&why),
+                Err(why) => scan_note = indexed::scan_note(&why),
             }
         }
-        let mut walked = walk.run(|| (), visit)?;
+        let walked = walk.run(|| (), visit)?;
         if walked.cancelled {
             return Err(cancelled());
         }
-        let note = skipped_note(&mut walked.skipped) + &scan_why;
-        Ok(GlobFound {
+        Ok(Matched {
             files: walked.found,
-            note,
+            skipped: walked.skipped,
+            scan_note,
         })
     }
+}
+
+/// What [`FileTools::matching_files`] found.
+struct Matched {
+    files: Vec<GlobFile>,
+    /// What the walk could not look at.
+    skipped: Vec<Skipped>,
+    /// Why the index did not answer, when it failed; empty otherwise.
+    scan_note: String,
 }
 
 /// The one glob dialect of the file tools: `*` and `?` stay within a path
@@ -209,35 +241,15 @@ impl FileTools {
     /// followed. The second list names what could not be looked at.
     pub fn glob_paths(
         &self,
-        base: &agent_tools_confine::ConfinedPath,
+        base: &ConfinedPath,
         pattern: &str,
         cancel: &AtomicBool,
     ) -> ToolResult<(Vec<String>, Vec<String>)> {
         let matcher = compile(pattern, pattern)?.compile_matcher();
-        let walk = Walk {
-            workspace: self.workspace(),
-            base,
-            respect_gitignore: false,
-            cancel,
-            visit_dirs: false,
-            max_depth: None,
-            exclude: None,
-        };
-        let walked = walk.run(
-            || (),
-            |_, entry, sink| {
-                if matcher.is_match(entry.rel) {
-                    sink.found.push(entry.rel.to_string());
-                }
-                Flow::Continue
-            },
-        )?;
-        if walked.cancelled {
-            return Err(cancelled());
-        }
-        let mut found = walked.found;
+        let matched = self.matching_files(base, &matcher, false, cancel)?;
+        let mut found: Vec<String> = matched.files.into_iter().map(|file| file.rel).collect();
         found.sort_unstable();
-        let mut skipped = walked.skipped;
+        let mut skipped = matched.skipped;
         skipped.sort_unstable();
         let skipped = skipped
             .into_iter()
