@@ -231,12 +231,19 @@ fn same_answers(indexed: &FileTools, plain: &FileTools, step: &str) -> usize {
     }
     for pattern in ["**/*.rs", "**/*.log", "*", "**/node_modules/**"] {
         let paths = |tools: &FileTools| {
-            let base = tools.workspace().resolve_dir(None, "globs a directory").unwrap();
+            let base = tools
+                .workspace()
+                .resolve_dir(None, "globs a directory")
+                .unwrap();
             tools
                 .glob_paths(&base, pattern, &AtomicBool::new(false))
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(paths(indexed), paths(plain), "glob_paths {pattern} after {step}");
+        assert_eq!(
+            paths(indexed),
+            paths(plain),
+            "glob_paths {pattern} after {step}"
+        );
     }
     for ((what, want), (_, got)) in finds(plain).into_iter().zip(finds(indexed)) {
         assert_eq!(got, want, "{what} after {step}");

@@ -32,8 +32,8 @@ use agent_tools::CancelToken;
 use agent_tools::{CallOutcome, ErrorCode, ToolError};
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions,
-    JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, JsonRpcMessage,
+    JsonRpcRequest, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
@@ -41,7 +41,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::watchdog::Watchdog;
@@ -341,6 +341,33 @@ struct Outgoing {
     done: Option<oneshot::Sender<io::Result<()>>>,
 }
 
+/// A `tools/call` request with nothing but a name and arguments (an
+/// object): no `_meta`, no task, no input responses, no request state, no
+/// member of any other name, at any level a request has. Such a call needs
+/// none of what rmcp does for a request, so the transport may answer it
+/// itself; reading just this is also a fraction of reading any message.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainCall<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: PlainParams<'a>,
+}
+
+/// The params of a [`PlainCall`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlainParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(default)]
+    arguments: Option<serde_json::Map<String, Value>>,
+}
+
 /// The output stream; whoever holds the lock writes whole messages.
 type Stdout = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 
@@ -480,10 +507,12 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
             self.recycle(line);
             return None;
         }
+        if self.answer_brief(text) {
+            self.recycle(line);
+            return None;
+        }
         let message = match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-            Ok(JsonRpcMessage::Request(request)) => self
-                .answer_brief(request, text.len())
-                .and_then(|request| self.hand_over(request, text.len())),
+            Ok(JsonRpcMessage::Request(request)) => self.hand_over(request, text.len()),
             Ok(JsonRpcMessage::Notification(notification)) => {
                 match &notification.notification {
                     ClientNotification::CancelledNotification(cancelled) => {
@@ -513,44 +542,56 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
     /// reading, and sees a cancellation), and its response goes straight
     /// to the writer. rmcp would pass it through four tasks and two
     /// channels, each a chance to wake an idle thread, which is most of a
-    /// small call's round trip on an idle machine. Only plain calls of a
-    /// session opened with the `initialize` handshake come this way; one
-    /// with metadata, a task or input responses, a call when no place for a
-    /// brief call is free, and everything else goes to rmcp: those are
-    /// given back.
-    fn answer_brief(
-        &self,
-        request: JsonRpcRequest<ClientRequest>,
-        bytes: usize,
-    ) -> Option<JsonRpcRequest<ClientRequest>> {
-        let (jsonrpc, id, call) = match request {
-            JsonRpcRequest {
-                jsonrpc,
-                id,
-                request: ClientRequest::CallToolRequest(call),
-            } => (jsonrpc, id, call),
-            other => return Some(other),
+    /// small call's round trip on an idle machine. Only a plain call (see
+    /// [`PlainCall`]) of a session opened with the `initialize` handshake
+    /// comes this way, when a place for a brief call is free; false leaves
+    /// the line to rmcp.
+    fn answer_brief(&self, text: &[u8]) -> bool {
+        // A line that is no plain call fails here and is read again, in
+        // full, by rmcp's types: that reading decides what it is.
+        let Ok(plain) = serde_json::from_slice::<PlainCall<'_>>(text) else {
+            return false;
         };
-        let Some((out, slot, inline, cancel)) = self.brief_place(&id, &call.params) else {
-            return Some(JsonRpcRequest {
-                jsonrpc,
-                id,
-                request: ClientRequest::CallToolRequest(call),
-            });
+        if plain.jsonrpc != "2.0" || plain.method != "tools/call" {
+            return false;
+        }
+        let ready = self.flow.handshake_done.load(Ordering::Acquire)
+            && self.calls.is_brief(&plain.params.name)
+            && self.flow.writer_keeps_up()
+            && !self.flow.shutdown.is_cancelled();
+        if !ready {
+            return false;
+        }
+        let Some(out) = self.out.clone() else {
+            return false;
         };
-        let pending = PendingRequest::new(&self.flow, bytes);
+        let Ok(slot) = self.flow.call_slots.clone().try_acquire_owned() else {
+            return false;
+        };
+        let cancel = CancelToken::new();
+        let Some(inline) = self.flow.enter_inline(&plain.id, &cancel) else {
+            return false;
+        };
+        let pending = PendingRequest::new(&self.flow, text.len());
         let calls = self.calls.clone();
         let flow = self.flow.clone();
         let stdout = self.stdout.clone();
+        let PlainCall { id, params, .. } = plain;
+        let name = params.name.into_owned();
+        let args = params.arguments.map_or(Value::Null, Value::Object);
         tokio::spawn(async move {
-            let name = call.params.name;
-            let args = call.params.arguments.map_or(Value::Null, Value::Object);
             let outcome = calls.call(&name, args, cancel);
             drop(inline);
             drop(slot);
             let message = match crate::to_call_tool_result(outcome) {
                 Ok(result) => {
-                    ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id)
+                    let mut result = ServerResult::CallToolResult(result);
+                    // The shape rmcp gives a result for a session opened
+                    // with `initialize` (a protocol version before
+                    // 2026-07-28), the only kind answered here.
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                    ServerJsonRpcMessage::response(result, id)
                 }
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             };
@@ -563,38 +604,7 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
             }
             drop(pending);
         });
-        None
-    }
-
-    /// What a brief call answered here holds while it runs: the writer, a
-    /// call slot, a place among the inline calls and its cancel flag; None
-    /// when the call must go to rmcp instead.
-    fn brief_place(
-        &self,
-        id: &RequestId,
-        params: &CallToolRequestParams,
-    ) -> Option<(
-        mpsc::UnboundedSender<Outgoing>,
-        OwnedSemaphorePermit,
-        InlineCall,
-        CancelToken,
-    )> {
-        let plain = params.meta.is_none()
-            && params.input_responses.is_none()
-            && params.request_state.is_none();
-        let ready = plain
-            && self.flow.handshake_done.load(Ordering::Acquire)
-            && self.calls.is_brief(&params.name)
-            && self.flow.writer_keeps_up()
-            && !self.flow.shutdown.is_cancelled();
-        if !ready {
-            return None;
-        }
-        let out = self.out.clone()?;
-        let slot = self.flow.call_slots.clone().try_acquire_owned().ok()?;
-        let cancel = CancelToken::new();
-        let inline = self.flow.enter_inline(id, &cancel)?;
-        Some((out, slot, inline, cancel))
+        true
     }
 
     /// A request for rmcp, counted as unanswered until rmcp drops it.

@@ -17,6 +17,12 @@ use crate::report::{Table, duration, median_mean, ratio};
 const GOAL_MEDIAN: Duration = Duration::from_micros(60);
 const GOAL_P99: Duration = Duration::from_micros(150);
 
+/// The pause before each timed call.
+const CALL_GAP: Duration = Duration::from_millis(1);
+
+/// How many calls a server gets before the next one's turn.
+const BLOCK: usize = 250;
+
 /// Another MCP file server measured in the same run when it is installed
 /// (`cargo install rust-mcp-filesystem`), with the name of its read tool.
 const OTHER_SERVER: &str = "rust-mcp-filesystem";
@@ -173,28 +179,28 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
             other.call(tool, other_args)?;
         }
     }
-    let mut samples = Vec::with_capacity(k);
-    let mut surface_samples = Vec::with_capacity(k);
-    let mut other_samples = Vec::with_capacity(k);
-    for _ in 0..k {
-        let started = Instant::now();
-        client.call("read_file", &args)?;
-        samples.push(started.elapsed());
-        let started = Instant::now();
-        surface.call("read_file", &surface_args)?;
-        surface_samples.push(started.elapsed());
-        if let Some((other, tool, other_args)) = other.as_mut() {
-            let started = Instant::now();
-            other.call(tool, other_args)?;
-            other_samples.push(started.elapsed());
-        }
-    }
+    // As an agent calls: one server at a time, the calls spaced (it thinks
+    // between them), so every call finds its server idle. The servers
+    // take turns by blocks of calls, so that all see the same machine.
+    // Reference rows: the servers taking turns call by call, with and
+    // without the gap, where a call may also find the machine busy with
+    // the previous server's call, or the scheduler spreading the client's
+    // wake-ups over the cores because it talks to three processes by turns.
+    let mut servers = InTurn {
+        client: &mut client,
+        args: &args,
+        surface: &mut surface,
+        surface_args: &surface_args,
+        other: other.as_mut(),
+    };
+    let [mcp, on_surface, other_alone] = servers.measure_by_blocks(k, CALL_GAP)?;
+    let [in_turn, _, other_in_turn] = servers.measure(k, Some(CALL_GAP))?;
+    let [back_to_back, _, other_back_to_back] = servers.measure(k, None)?;
+
     surface.shutdown()?;
-    let mcp = Stats::of(samples);
-    let on_surface = Stats::of(surface_samples);
     let other_stats = other.map(|(other, _, _)| {
         let _ = other.shutdown();
-        Stats::of(other_samples)
+        (other_alone, other_in_turn, other_back_to_back)
     });
     // The protocol's own `ping`: the transport alone, no tool, no thread hop.
     let mut samples = Vec::with_capacity(k);
@@ -275,9 +281,9 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         &mcp,
     );
     match &other_stats {
-        Some(other) => {
+        Some((other, other_in_turn, other_back_to_back)) => {
             table.timed(
-                format!("round trip vs {OTHER_SERVER} (its read tool, same file, in turn)"),
+                format!("round trip vs {OTHER_SERVER} (its read tool, same file, same way)"),
                 &mcp,
                 other,
             );
@@ -287,10 +293,41 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
                 duration(other.quantile(0.99)),
                 ratio(mcp.quantile(0.99), other.quantile(0.99)),
             );
+            for (what, ours, theirs) in [
+                ("call by call in turn, spaced", &in_turn, other_in_turn),
+                (
+                    "call by call in turn, back to back",
+                    &back_to_back,
+                    other_back_to_back,
+                ),
+            ] {
+                table.timed(
+                    format!("{what}: round trip vs {OTHER_SERVER}"),
+                    ours,
+                    theirs,
+                );
+                table.row(
+                    format!("{what}: p99 vs {OTHER_SERVER} p99"),
+                    duration(ours.quantile(0.99)),
+                    duration(theirs.quantile(0.99)),
+                    ratio(ours.quantile(0.99), theirs.quantile(0.99)),
+                );
+            }
         }
-        None => table.note(format!(
-            "{OTHER_SERVER} is not installed (`cargo install {OTHER_SERVER}`), so it is not measured."
-        )),
+        None => {
+            for (what, ours) in [
+                ("call by call in turn, spaced: round trip", &in_turn),
+                (
+                    "call by call in turn, back to back: round trip",
+                    &back_to_back,
+                ),
+            ] {
+                table.row(what, median_mean(ours), "—", "—");
+            }
+            table.note(format!(
+                "{OTHER_SERVER} is not installed (`cargo install {OTHER_SERVER}`), so it is not measured."
+            ));
+        }
     }
     table.row(
         "for reference: MCP `ping` round trip (transport only, no tool)",
@@ -318,7 +355,10 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     };
     table.note(format!(
         "Goals: median at most {}, p99 at most {} — {met} (median {}, mean {}, p99 {}; {} samples \
-         after 100 untimed). `ping` isolates the transport (stdio pipes, JSON-RPC, the server's \
+         after 100 untimed). Measured as an agent calls: one server at a time, each call {} after \
+         the last (untimed; an agent thinks between calls), so that it finds its server idle; the \
+         servers take turns by blocks of {BLOCK} calls. The in-turn rows alternate the servers \
+         call by call instead, with and without the gap. `ping` isolates the transport (stdio pipes, JSON-RPC, the server's \
          async runtime); the in-process figure is the tool's own cost. `cat -n`: {} spawns.",
         duration(GOAL_MEDIAN),
         duration(GOAL_P99),
@@ -326,9 +366,71 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         duration(mcp.mean()),
         duration(mcp.quantile(0.99)),
         mcp.len(),
+        duration(CALL_GAP),
         cat.len()
     ));
     Ok(table)
+}
+
+/// The servers measured call for call in turn.
+struct InTurn<'a> {
+    client: &'a mut Client,
+    args: &'a Value,
+    surface: &'a mut Client,
+    surface_args: &'a Value,
+    other: Option<&'a mut (Client, String, Value)>,
+}
+
+impl InTurn<'_> {
+    /// `k` round trips of each server, the servers taking turns call by
+    /// call (ours, the filesystem surface, the other server), each call
+    /// after `gap` when given.
+    fn measure(&mut self, k: usize, gap: Option<Duration>) -> Result<[Stats; 3]> {
+        let mut samples: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(k));
+        for _ in 0..k {
+            let mut timed = |at: usize, client: &mut Client, tool: &str, args: &Value| {
+                if let Some(gap) = gap {
+                    std::thread::sleep(gap);
+                }
+                let started = Instant::now();
+                client.call(tool, args)?;
+                samples[at].push(started.elapsed());
+                anyhow::Ok(())
+            };
+            timed(0, self.client, "read_file", self.args)?;
+            timed(1, self.surface, "read_file", self.surface_args)?;
+            if let Some((other, tool, other_args)) = self.other.as_deref_mut() {
+                timed(2, other, tool, other_args)?;
+            }
+        }
+        Ok(samples.map(Stats::of))
+    }
+
+    /// `k` round trips of each server, each after `gap`, the servers
+    /// taking turns by blocks of [`BLOCK`] calls.
+    fn measure_by_blocks(&mut self, k: usize, gap: Duration) -> Result<[Stats; 3]> {
+        let mut samples: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(k));
+        let mut done = 0;
+        while done < k {
+            let block = BLOCK.min(k - done);
+            let mut timed = |at: usize, client: &mut Client, tool: &str, args: &Value| {
+                for _ in 0..block {
+                    std::thread::sleep(gap);
+                    let started = Instant::now();
+                    client.call(tool, args)?;
+                    samples[at].push(started.elapsed());
+                }
+                anyhow::Ok(())
+            };
+            timed(0, self.client, "read_file", self.args)?;
+            timed(1, self.surface, "read_file", self.surface_args)?;
+            if let Some((other, tool, other_args)) = self.other.as_deref_mut() {
+                timed(2, other, tool, other_args)?;
+            }
+            done += block;
+        }
+        Ok(samples.map(Stats::of))
+    }
 }
 
 /// The other server, started on `root`, with the name of its read tool
