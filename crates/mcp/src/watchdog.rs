@@ -25,8 +25,11 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 
 /// How long a brief call may hold its thread before an idle one is woken
 /// to watch stdin: the most a message can wait behind a brief call, plus a
-/// thread's wake-up.
-pub(crate) const SLOW_BRIEF_CALL: Duration = Duration::from_millis(1);
+/// thread's wake-up. Longer than the scheduler's tick (4 ms at 250 Hz) on
+/// purpose: a timer due before the next tick makes arming reprogram the
+/// timer hardware, which on a virtual machine took about 17 µs per call,
+/// half of a small call's round trip; one due after it is only queued.
+pub(crate) const SLOW_BRIEF_CALL: Duration = Duration::from_millis(10);
 
 /// The timer and the thread that waits on it.
 #[derive(Debug)]
