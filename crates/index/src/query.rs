@@ -478,6 +478,16 @@ pub(crate) enum Answer {
     Ids(Vec<u32>),
 }
 
+impl Answer {
+    /// Whether the file with this id may hold a match.
+    pub(crate) fn allows(&self, id: usize) -> bool {
+        match self {
+            Answer::All => true,
+            Answer::Ids(ids) => u32::try_from(id).is_ok_and(|id| ids.binary_search(&id).is_ok()),
+        }
+    }
+}
+
 pub(crate) fn evaluate(query: &Query, source: &impl Postings) -> Answer {
     match query {
         Query::All => Answer::All,

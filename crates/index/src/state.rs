@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use ignore::gitignore::Gitignore;
 
 use crate::postings::{Segment, Trigram, TrigramCollector};
-use crate::query::{Answer, Postings, Query, evaluate};
+use crate::query::{Postings, Query, evaluate};
 use crate::rules::{
     self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join, level_for,
     name_of, open_no_follow, parent_of,
@@ -994,20 +994,23 @@ impl State {
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead | Content::BinaryFromStart | Content::Ignored => false,
             Content::Always(_) => true,
-            Content::Indexed => match &answer {
-                Answer::All => true,
-                Answer::Ids(ids) => ids.binary_search(&(id as u32)).is_ok(),
-            },
+            Content::Indexed => answer.allows(id),
         };
-        let mut out: Vec<String> = self
+        self.paths_where(under, pick)
+    }
+
+    /// The paths under `under` of the files `pick` (given a file's id and
+    /// record) keeps, sorted.
+    fn paths_where(&self, under: &str, pick: impl Fn(usize, &FileRecord) -> bool) -> Vec<String> {
+        let mut paths: Vec<String> = self
             .files
             .iter()
             .enumerate()
             .filter(|(id, r)| is_within(&r.path, under) && pick(*id, r))
             .map(|(_, r)| r.path.to_string())
             .collect();
-        out.sort_unstable();
-        out
+        paths.sort_unstable();
+        paths
     }
 
     /// Everything below `under`, ignored files included (those whose path
@@ -1072,23 +1075,11 @@ impl State {
             Content::Always(_) | Content::Ignored => true,
             Content::Indexed | Content::BinaryFromStart => {
                 (record.nul_at != u32::MAX && record.nul_at >= past_nul)
-                    || (record.content == Content::Indexed
-                        && match &answer {
-                            Answer::All => true,
-                            Answer::Ids(ids) => ids.binary_search(&(id as u32)).is_ok(),
-                        })
+                    || (record.content == Content::Indexed && answer.allows(id))
             }
         };
-        let mut paths: Vec<String> = self
-            .files
-            .iter()
-            .enumerate()
-            .filter(|(id, r)| is_within(&r.path, under) && pick(*id, r))
-            .map(|(_, r)| r.path.to_string())
-            .collect();
-        paths.sort_unstable();
         Candidates {
-            paths,
+            paths: self.paths_where(under, pick),
             pruned: self.pruned_within(under),
         }
     }

@@ -193,9 +193,9 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         surface_args: &surface_args,
         other: other.as_mut(),
     };
-    let [mcp, on_surface, other_alone] = servers.measure_by_blocks(k, CALL_GAP)?;
-    let [in_turn, _, other_in_turn] = servers.measure(k, Some(CALL_GAP))?;
-    let [back_to_back, _, other_back_to_back] = servers.measure(k, None)?;
+    let [mcp, on_surface, other_alone] = servers.measure(k, Some(CALL_GAP), BLOCK)?;
+    let [in_turn, _, other_in_turn] = servers.measure(k, Some(CALL_GAP), 1)?;
+    let [back_to_back, _, other_back_to_back] = servers.measure(k, None, 1)?;
 
     surface.shutdown()?;
     let other_stats = other.map(|(other, _, _)| {
@@ -382,40 +382,19 @@ struct InTurn<'a> {
 }
 
 impl InTurn<'_> {
-    /// `k` round trips of each server, the servers taking turns call by
-    /// call (ours, the filesystem surface, the other server), each call
-    /// after `gap` when given.
-    fn measure(&mut self, k: usize, gap: Option<Duration>) -> Result<[Stats; 3]> {
-        let mut samples: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(k));
-        for _ in 0..k {
-            let mut timed = |at: usize, client: &mut Client, tool: &str, args: &Value| {
-                if let Some(gap) = gap {
-                    std::thread::sleep(gap);
-                }
-                let started = Instant::now();
-                client.call(tool, args)?;
-                samples[at].push(started.elapsed());
-                anyhow::Ok(())
-            };
-            timed(0, self.client, "read_file", self.args)?;
-            timed(1, self.surface, "read_file", self.surface_args)?;
-            if let Some((other, tool, other_args)) = self.other.as_deref_mut() {
-                timed(2, other, tool, other_args)?;
-            }
-        }
-        Ok(samples.map(Stats::of))
-    }
-
-    /// `k` round trips of each server, each after `gap`, the servers
-    /// taking turns by blocks of [`BLOCK`] calls.
-    fn measure_by_blocks(&mut self, k: usize, gap: Duration) -> Result<[Stats; 3]> {
+    /// `k` round trips of each server (ours, the filesystem surface, the
+    /// other server), the servers taking turns by blocks of `block` calls
+    /// (1: call by call), each call after `gap` when given.
+    fn measure(&mut self, k: usize, gap: Option<Duration>, block: usize) -> Result<[Stats; 3]> {
         let mut samples: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(k));
         let mut done = 0;
         while done < k {
-            let block = BLOCK.min(k - done);
+            let calls = block.clamp(1, k - done);
             let mut timed = |at: usize, client: &mut Client, tool: &str, args: &Value| {
-                for _ in 0..block {
-                    std::thread::sleep(gap);
+                for _ in 0..calls {
+                    if let Some(gap) = gap {
+                        std::thread::sleep(gap);
+                    }
                     let started = Instant::now();
                     client.call(tool, args)?;
                     samples[at].push(started.elapsed());
@@ -427,7 +406,7 @@ impl InTurn<'_> {
             if let Some((other, tool, other_args)) = self.other.as_deref_mut() {
                 timed(2, other, tool, other_args)?;
             }
-            done += block;
+            done += calls;
         }
         Ok(samples.map(Stats::of))
     }
