@@ -450,8 +450,10 @@ fn a_client_that_stops_reading_does_not_grow_the_server() {
     }
     eprintln!("server RSS peaked at {peak} kB");
     // Without back-pressure this grew past 450 MB. With it, memory is what
-    // the calls in flight hold (up to 64, each a 1 MB file, its text and a
-    // 256 KiB answer: about 150 MB at worst) plus the bounded queues.
+    // the calls in flight hold (brief calls run one per runtime thread but
+    // one; each a 1 MB file, its text and its answer), the unanswered
+    // requests (at most 128, each a protocol-library task) and the bounded
+    // queues: about 80 MB in a debug build.
     assert!(peak < 256 * 1024, "RSS peaked at {peak} kB");
     client.signal("KILL");
     client.wait_exit(Duration::from_secs(10));

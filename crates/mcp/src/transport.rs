@@ -86,7 +86,9 @@ impl ServerLimits {
         let frame_bytes = usize::try_from(frame).unwrap_or(usize::MAX);
         ServerLimits {
             frame_bytes,
-            max_pending_requests: 1024,
+            // Each unanswered request holds a protocol-library task (tens
+            // of KB in a debug build); twice the calls run at once.
+            max_pending_requests: 128,
             max_pending_bytes: frame_bytes.max(64 * 1024 * 1024),
             max_queued_bytes: 4 * 1024 * 1024,
             max_concurrent_calls: 64,
