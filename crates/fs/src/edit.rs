@@ -8,7 +8,6 @@
 //! In multi_edit, line numbers in messages are those of the file as read,
 //! before the call's earlier edits moved lines.
 
-use std::io::Read;
 use std::sync::PoisonError;
 
 use agent_tools_confine::ConfinedPath;
@@ -147,12 +146,10 @@ impl FileTools {
         // the text to grow the buffer.
         let size = usize::try_from(meta.len()).unwrap_or(0);
         let mut bytes = Vec::with_capacity(size + size / 64 + 4096 + 1);
-        // Read one byte past the limit so a file that grew meanwhile is caught.
-        file.take(max.saturating_add(1))
-            .read_to_end(&mut bytes)
+        let whole = crate::read_bounded_into(file, max, &mut bytes)
             .map_err(|err| self.workspace().io_error(&err, path))?;
-        if bytes.len() as u64 > max {
-            return Err(too_large(bytes.len() as u64));
+        if !whole {
+            return Err(too_large(max.saturating_add(1)));
         }
 
         let encoding = Encoding::sniff(&bytes);

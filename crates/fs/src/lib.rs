@@ -58,6 +58,7 @@ pub use indexed::{DEFAULT_INDEX_MEMORY_BYTES, IndexSettings};
 pub use lock::FileLocks;
 pub use read::LineSpan;
 pub use read::LineWindow;
+pub use read::{read_bounded, read_bounded_into};
 pub use stale::{ContentDigest, Seen, Snapshot, digest};
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a

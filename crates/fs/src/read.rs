@@ -95,7 +95,7 @@ impl FileTools {
             file.seek(SeekFrom::Start(0)).map_err(io)?;
         }
         // Bounded even so: the file may have grown since its size was read.
-        let bytes = crate::walk::read_bounded(&mut file, max, size)
+        let bytes = read_bounded(&mut file, max, size)
             .map_err(|err| self.workspace().io_error(&err, &path))?
             .ok_or_else(|| too_large(format!("at least {}", max.saturating_add(1))))?;
         let text = decode_for_reading(&path, &bytes)?;
@@ -288,7 +288,7 @@ impl FileTools {
                 return Err(too_large("the lines of a UTF-16 file (read whole)"));
             }
             file.seek(SeekFrom::Start(0)).map_err(io)?;
-            let bytes = crate::walk::read_bounded(&mut file, max, size)
+            let bytes = read_bounded(&mut file, max, size)
                 .map_err(io)?
                 .ok_or_else(|| too_large("the lines of a UTF-16 file (read whole)"))?;
             let text = decode_for_reading(&path, &bytes)?;
@@ -320,7 +320,7 @@ impl FileTools {
                 let tail = find_tail_start(&mut file, size, count).map_err(io)?;
                 let start = tail.start.max(bom);
                 file.seek(SeekFrom::Start(start)).map_err(io)?;
-                crate::walk::read_bounded(&mut file, max, size - start)
+                read_bounded(&mut file, max, size - start)
                     .map_err(io)?
                     .ok_or_else(|| too_large("the lines asked for"))?
             }
@@ -745,6 +745,34 @@ fn read_lines_forward(
         }
     }
     Ok(lines)
+}
+
+/// Reads all of `reader` if it holds at most `max` bytes (`None` if more:
+/// a file that grew past the limit after its size was checked is caught,
+/// and never more than one byte past the limit is read). `expected` is the
+/// size the caller saw (0 if unknown): the buffer is sized for it up front,
+/// so a file read whole takes its own size in memory rather than up to
+/// twice that from doubling as it grows. The one bounded read of the tools.
+pub fn read_bounded(
+    reader: impl Read,
+    max: u64,
+    expected: u64,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let room = usize::try_from(expected.min(max).saturating_add(1)).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(room);
+    Ok(read_bounded_into(reader, max, &mut bytes)?.then_some(bytes))
+}
+
+/// [`read_bounded`] into a buffer the caller sized (for room it needs
+/// after the bytes, say): false when `reader` held more than `max` bytes.
+pub fn read_bounded_into(
+    reader: impl Read,
+    max: u64,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let start = bytes.len();
+    reader.take(max.saturating_add(1)).read_to_end(bytes)?;
+    Ok((bytes.len() - start) as u64 <= max)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 //! was seen: a `touch`, an editor saving the same bytes, or a filesystem
 //! that updates times on access, changes nothing a caller relies on.
 
-use std::io::Read as _;
 use std::sync::PoisonError;
 use std::time::SystemTime;
 
@@ -122,13 +121,9 @@ impl FileTools {
                     return Err(too_large(meta.len()));
                 }
                 let file = ws.open_file(path)?;
-                let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-                file.take(max.saturating_add(1))
-                    .read_to_end(&mut bytes)
-                    .map_err(|err| ws.io_error(&err, path))?;
-                if bytes.len() as u64 > max {
-                    return Err(too_large(bytes.len() as u64));
-                }
+                let bytes = crate::read_bounded(file, max, meta.len())
+                    .map_err(|err| ws.io_error(&err, path))?
+                    .ok_or_else(|| too_large(max.saturating_add(1)))?;
                 let modified = meta
                     .modified()
                     .map(cap_std::time::SystemTime::into_std)

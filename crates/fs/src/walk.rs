@@ -19,7 +19,6 @@
 //! only meet on the stack once per directory.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -703,27 +702,12 @@ fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String>
             return Err(format!("ignore file not read: it is {kind}"));
         }
     };
-    let bytes = read_bounded(file, MAX_IGNORE_FILE_BYTES, 0)
+    let bytes = crate::read_bounded(file, MAX_IGNORE_FILE_BYTES, 0)
         .map_err(|err| format!("ignore file not read: {err}"))?
         .ok_or_else(|| {
             format!("ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes")
         })?;
     Ok(Some(agent_tools_index::rules_from_bytes(&bytes)))
-}
-
-/// Reads all of `reader` if it holds at most `max` bytes (`None` if more).
-/// `expected` is the size the caller saw (0 if unknown): the buffer is sized
-/// for it up front, so a file read whole takes its own size in memory rather
-/// than up to twice that from doubling as it grows.
-pub(crate) fn read_bounded(
-    reader: impl Read,
-    max: u64,
-    expected: u64,
-) -> std::io::Result<Option<Vec<u8>>> {
-    let room = usize::try_from(expected.min(max).saturating_add(1)).unwrap_or(0);
-    let mut bytes = Vec::with_capacity(room);
-    reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
-    Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 
 /// Opens the subdirectory `name` of `dir`: one component, beneath `dir`,

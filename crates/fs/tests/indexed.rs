@@ -3,6 +3,10 @@
 //! call through tools without it, byte for byte.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -252,23 +256,6 @@ fn same_answers(indexed: &FileTools, plain: &FileTools, step: &str) -> usize {
         assert_eq!(got, want, "{what} after {step}");
     }
     noted
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
 }
 
 const WORDS: &[&str] = &[

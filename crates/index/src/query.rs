@@ -368,53 +368,48 @@ fn alternate(mut x: Info, mut y: Info) -> Info {
     xy
 }
 
+/// What a class matches, from its ranges (inclusive bounds): nothing when
+/// empty, any character when it has more than [`MAX_CLASS`] members, else
+/// exactly its members, folded (listed by `members` only then).
+fn class_info(ranges: impl Iterator<Item = (u32, u32)>, members: impl FnOnce() -> Strings) -> Info {
+    let size: u32 = ranges.map(|(start, end)| end - start + 1).sum();
+    if size == 0 {
+        Info::no_match()
+    } else if size > MAX_CLASS {
+        Info::any_char()
+    } else {
+        Info::exact(members())
+    }
+}
+
 fn analyze(hir: &Hir) -> Info {
     let mut info = match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => Info::empty_string(),
         HirKind::Literal(literal) => {
             Info::exact(single(literal.0.iter().copied().map(fold).collect()))
         }
-        HirKind::Class(Class::Unicode(class)) => {
-            let size: u32 = class
+        HirKind::Class(Class::Unicode(class)) => class_info(
+            class
                 .ranges()
                 .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size == 0 {
-                Info::no_match()
-            } else if size > MAX_CLASS {
-                Info::any_char()
-            } else {
-                let mut set = Strings::new();
-                for range in class.ranges() {
-                    for c in range.start()..=range.end() {
-                        let mut buf = [0u8; 4];
-                        set.insert(c.encode_utf8(&mut buf).bytes().map(fold).collect());
-                    }
-                }
-                Info::exact(set)
-            }
-        }
-        HirKind::Class(Class::Bytes(class)) => {
-            let size: u32 = class
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+            || {
+                let chars = class.ranges().iter().flat_map(|r| r.start()..=r.end());
+                chars
+                    .map(|c| c.encode_utf8(&mut [0u8; 4]).bytes().map(fold).collect())
+                    .collect()
+            },
+        ),
+        HirKind::Class(Class::Bytes(class)) => class_info(
+            class
                 .ranges()
                 .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size == 0 {
-                Info::no_match()
-            } else if size > MAX_CLASS {
-                Info::any_char()
-            } else {
-                let mut set = Strings::new();
-                for range in class.ranges() {
-                    for b in range.start()..=range.end() {
-                        set.insert(vec![fold(b)]);
-                    }
-                }
-                Info::exact(set)
-            }
-        }
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+            || {
+                let bytes = class.ranges().iter().flat_map(|r| r.start()..=r.end());
+                bytes.map(|b| vec![fold(b)]).collect()
+            },
+        ),
         HirKind::Repetition(rep) => {
             if rep.min == 0 && rep.max == Some(1) {
                 alternate(analyze(&rep.sub), Info::empty_string())

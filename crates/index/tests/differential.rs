@@ -4,6 +4,10 @@
 //! file a brute-force regex scan finds a match in.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -146,24 +150,6 @@ fn check(
         for path in &candidates {
             assert!(reference.contains_key(path), "{path} is not in the tree");
         }
-    }
-}
-
-/// A small deterministic generator (xorshift), so a failure names its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
     }
 }
 

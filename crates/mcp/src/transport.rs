@@ -113,10 +113,9 @@ pub(crate) struct Flow {
     changed: Notify,
     pub(crate) call_slots: Arc<Semaphore>,
     pub(crate) shutdown: CancellationToken,
-    /// Brief calls running on runtime threads now.
-    inline_calls: AtomicUsize,
-    /// Their request ids and cancel flags. Nothing polls a future while
-    /// such a call runs, so the reader sets the flag itself when the
+    /// The brief calls running on runtime threads now (their number is the
+    /// places taken): request ids and cancel flags. Nothing polls a future
+    /// while such a call runs, so the reader sets the flag itself when the
     /// client cancels the request, and shutdown sets them all.
     inline_cancels: Mutex<Vec<(RequestId, CancelToken)>>,
     /// The client sent `notifications/initialized`: the session was opened
@@ -148,7 +147,6 @@ impl Drop for InlineCall {
             watchdog.disarm();
         }
         drop(cancels);
-        self.flow.inline_calls.fetch_sub(1, Ordering::AcqRel);
         // A brief call may be waiting for this place.
         self.flow.notify();
     }
@@ -184,7 +182,6 @@ impl Flow {
             changed: Notify::new(),
             call_slots: Arc::new(Semaphore::new(limits.max_concurrent_calls.max(1))),
             shutdown: CancellationToken::new(),
-            inline_calls: AtomicUsize::new(0),
             inline_cancels: Mutex::new(Vec::new()),
             handshake_done: AtomicBool::new(false),
             watchdog: OnceLock::new(),
@@ -232,17 +229,15 @@ impl Flow {
         cancel: &CancelToken,
     ) -> Option<InlineCall> {
         let places = inline_places();
-        self.inline_calls
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
-                (running < places).then_some(running + 1)
-            })
-            .ok()?;
+        let mut cancels = lock(&self.inline_cancels);
+        if cancels.len() >= places {
+            return None;
+        }
+        cancels.push((id.clone(), cancel.clone()));
         let call = InlineCall {
             flow: self.clone(),
             id: id.clone(),
         };
-        let mut cancels = lock(&self.inline_cancels);
-        cancels.push((id.clone(), cancel.clone()));
         if let Some(watchdog) = self.watchdog.get() {
             watchdog.arm();
         }

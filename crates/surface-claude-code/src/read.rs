@@ -1,7 +1,6 @@
 //! `Read`: numbered text, images, PDFs, notebooks; and the session record
 //! that allows a later write.
 
-use std::io::Read as _;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -235,14 +234,9 @@ pub(crate) fn read_bounded(
     if meta.len() > max {
         return Err(too_large(meta.len()));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| ws.io_error(&err, path))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(bytes)
+    agent_tools_fs::read_bounded(file, max, meta.len())
+        .map_err(|err| ws.io_error(&err, path))?
+        .ok_or_else(|| too_large(max.saturating_add(1)))
 }
 
 /// A text read: what is shown, and the file's bytes when it was read whole.

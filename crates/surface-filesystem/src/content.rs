@@ -3,7 +3,6 @@
 //! and the reference server's `read_text_file` (with `head`/`tail`) and
 //! `read_media_file`, accepted without being advertised.
 
-use std::io::Read as _;
 use std::sync::Arc;
 
 use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolError, ToolResult};
@@ -68,13 +67,9 @@ fn read_bytes(roots: &Roots, raw: &str) -> ToolResult<Bytes> {
         return Err(too_large(&path, meta.len().to_string(), max));
     }
     // Bounded even so: the file may have grown since its size was read.
-    let mut data = Vec::new();
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut data)
-        .map_err(|err| ws.io_error(&err, &path))?;
-    if data.len() as u64 > max {
-        return Err(too_large(&path, format!("at least {}", max + 1), max));
-    }
+    let data = agent_tools_fs::read_bounded(file, max, meta.len())
+        .map_err(|err| ws.io_error(&err, &path))?
+        .ok_or_else(|| too_large(&path, format!("at least {}", max + 1), max))?;
     Ok(Bytes { root, path, data })
 }
 

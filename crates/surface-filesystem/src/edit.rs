@@ -9,7 +9,6 @@
 //! ECMAScript regex (`agent_tools_fs::ecma`); regex `newText` is a
 //! replacement template.
 
-use std::io::Read as _;
 use std::sync::PoisonError;
 use std::sync::atomic::AtomicBool;
 
@@ -305,13 +304,9 @@ fn load(
     if meta.len() > max {
         return Err(too_large(meta.len().to_string()));
     }
-    let mut bytes = Vec::new();
-    file.take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|err| root.workspace().io_error(&err, path))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(format!("at least {}", max + 1)));
-    }
+    let bytes = agent_tools_fs::read_bounded(file, max, meta.len())
+        .map_err(|err| root.workspace().io_error(&err, path))?
+        .ok_or_else(|| too_large(format!("at least {}", max + 1)))?;
     let decoded = TextFile::decode(&bytes).map_err(|err| match err {
         DecodeError::Binary => ToolError::new(
             ErrorCode::IsBinary,

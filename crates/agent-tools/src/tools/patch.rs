@@ -319,16 +319,12 @@ impl FileStore for ConfinedStore<'_> {
                 limit,
             });
         }
-        let mut data = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.take(limit.saturating_add(1))
-            .read_to_end(&mut data)
-            .map_err(StoreError::Io)?;
-        if data.len() as u64 > limit {
-            return Err(StoreError::TooLarge {
-                size: data.len() as u64,
+        let data = agent_tools_fs::read_bounded(file, limit, meta.len())
+            .map_err(StoreError::Io)?
+            .ok_or(StoreError::TooLarge {
+                size: limit.saturating_add(1),
                 limit,
-            });
-        }
+            })?;
         self.stamps
             .borrow_mut()
             .insert(path.to_owned(), FileStamp::of_std(&meta));
