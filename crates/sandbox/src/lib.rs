@@ -12,18 +12,34 @@
 //!
 //! * **Files** with Landlock: reads and execution everywhere, writes (create,
 //!   modify, delete, rename, truncate, device ioctls) only beneath the
-//!   writable paths and [`DEVICES`].
+//!   writable paths and [`DEVICES`]. Terminals are not among them: a
+//!   command may neither write to nor control one.
+//! * **Version-control folders** ([`VCS_DIRS`]) at the top of a writable
+//!   path stay read-only unless the policy allows writing them
+//!   ([`SandboxPolicy::with_vcs_writes`]): Landlock only adds rights along a
+//!   path, so a writable root would make its `.git` writable too. Instead
+//!   the launcher enters a mount namespace of its own (through a user
+//!   namespace when it lacks the privilege) and bind-mounts each such
+//!   folder read-only onto itself. Git would otherwise run hooks and
+//!   settings a command planted there, unconfined, at the user's next
+//!   commit.
+//! * **A seccomp filter**, always: `ioctl` `TIOCSTI` and `TIOCLINUX` (typing
+//!   into a terminal), changes of ownership (the `chown` family) and of
+//!   extended attributes (the `setxattr` and `removexattr` families) fail
+//!   with `EPERM`, and `io_uring_setup` with `EACCES` (a ring could make
+//!   those calls, and open sockets, past the filter). Landlock has no right
+//!   for metadata, and seccomp cannot see paths, so ownership and extended
+//!   attributes are refused everywhere, inside the writable paths too.
 //! * **Network**, when it is off: Landlock denies TCP `connect` and `bind`
-//!   (ABI 4 and later), and a seccomp filter refuses to create any socket
-//!   that is not a Unix socket (UDP, raw, netlink, ...) and refuses
-//!   `io_uring_setup`, whose rings could create sockets past the filter.
+//!   (ABI 4 and later), and the seccomp filter also refuses to create any
+//!   socket that is not a Unix socket (UDP, raw, netlink, ...).
 //! * **Scopes** (ABI 6 and later): no signal to a process outside the
 //!   sandbox (the server, say), no connection to an abstract Unix socket
 //!   made outside it.
 //!
 //! Enforcement needs Linux with Landlock; [`landlock_abi`] tells whether the
-//! running kernel has it. No `unsafe` here: the `landlock` and `seccompiler`
-//! crates make the system calls.
+//! running kernel has it. No `unsafe` here: the `landlock`, `seccompiler`
+//! and `nix` crates make the system calls.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -33,20 +49,29 @@ use std::path::{Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 mod linux;
+// Only Linux can bind the folders read-only; the search is portable.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod vcs;
 
 /// Device files a sandboxed command may write to (and open for ioctls),
 /// when they exist: what shells, compilers and test runners expect to use.
-/// `/dev/pts` is the folder of pseudo-terminals.
+/// No terminal is among them (`/dev/tty`, `/dev/ptmx`, `/dev/pts/`): a
+/// command could otherwise type into the user's terminal (`TIOCSTI`) or
+/// paint on it. Commands get no terminal from the server, so none needs one.
 pub const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
+
+/// Version-control folders kept read-only at the top of each writable path
+/// (unless the policy allows writing them): git's, Mercurial's, Jujutsu's
+/// and Subversion's. A `.git` file (a linked worktree or a submodule) is
+/// kept read-only too, and so are the folders it names when they lie in a
+/// writable path.
+pub const VCS_DIRS: &[&str] = &[".git", ".hg", ".jj", ".svn"];
 
 /// The argument that starts a policy among a launcher's arguments.
 pub const SANDBOX_ARG: &str = "--sandbox";
@@ -54,6 +79,7 @@ const WRITE_ARG: &str = "--sandbox-write";
 const READ_ONLY_ARG: &str = "--sandbox-read-only";
 const TMP_ARG: &str = "--sandbox-tmp";
 const NETWORK_ARG: &str = "--sandbox-network";
+const VCS_WRITES_ARG: &str = "--sandbox-allow-vcs-writes";
 
 /// The environment variable the private temporary folder is exported as.
 pub const TMPDIR_VAR: &str = "TMPDIR";
@@ -66,6 +92,7 @@ pub struct SandboxPolicy {
     read_only: Vec<PathBuf>,
     tmp_dir: Option<PathBuf>,
     network: bool,
+    vcs_writes: bool,
 }
 
 /// Why a policy is refused.
@@ -103,9 +130,19 @@ pub enum SandboxError {
     /// be opened, say).
     #[error("the Landlock ruleset could not be applied: {0}")]
     Landlock(String),
-    /// The seccomp filter for sockets could not be built or installed.
-    #[error("the seccomp socket filter could not be installed: {0}")]
+    /// The seccomp filter could not be built or installed.
+    #[error("the seccomp filter could not be installed: {0}")]
     Seccomp(String),
+    /// The version-control folders could not be made read-only: no mount
+    /// namespace could be made (user namespaces disabled, say) or a bind
+    /// mount failed. The policy can allow writing them instead.
+    #[error("the version-control folder {} could not be made read-only: {reason}", path.display())]
+    VcsProtection {
+        /// The folder (or `.git` file) to protect.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// How much of a policy the kernel enforces.
@@ -171,6 +208,7 @@ impl SandboxPolicy {
             read_only,
             tmp_dir: None,
             network: false,
+            vcs_writes: false,
         })
     }
 
@@ -195,6 +233,21 @@ impl SandboxPolicy {
     pub fn with_network(mut self, allowed: bool) -> Self {
         self.network = allowed;
         self
+    }
+
+    /// Lets commands write the version-control folders ([`VCS_DIRS`]) of
+    /// the writable paths (`true`), or keeps them read-only (`false`, the
+    /// default). Read-only, a command cannot plant a hook or a setting that
+    /// git later runs outside the sandbox; but `git commit` and the like
+    /// fail inside it.
+    pub fn with_vcs_writes(mut self, allowed: bool) -> Self {
+        self.vcs_writes = allowed;
+        self
+    }
+
+    /// Whether commands may write the version-control folders.
+    pub fn vcs_writes(&self) -> bool {
+        self.vcs_writes
     }
 
     /// The paths commands may write beneath (the temporary folder aside).
@@ -235,6 +288,9 @@ impl SandboxPolicy {
         if self.network {
             args.push(NETWORK_ARG.into());
         }
+        if self.vcs_writes {
+            args.push(VCS_WRITES_ARG.into());
+        }
         args
     }
 
@@ -248,7 +304,8 @@ impl SandboxPolicy {
         if args.next_if(|a| a == SANDBOX_ARG).is_none() {
             return Ok(None);
         }
-        let (mut writable, mut read_only, mut tmp, mut network) = (vec![], vec![], None, false);
+        let (mut writable, mut read_only, mut tmp) = (vec![], vec![], None);
+        let (mut network, mut vcs_writes) = (false, false);
         let value = |args: &mut Peekable<I>, flag: &str| {
             args.next()
                 .map(PathBuf::from)
@@ -269,11 +326,16 @@ impl SandboxPolicy {
             } else if flag == OsStr::new(NETWORK_ARG) {
                 args.next();
                 network = true;
+            } else if flag == OsStr::new(VCS_WRITES_ARG) {
+                args.next();
+                vcs_writes = true;
             } else {
                 break;
             }
         }
-        let mut policy = SandboxPolicy::new(writable, read_only)?.with_network(network);
+        let mut policy = SandboxPolicy::new(writable, read_only)?
+            .with_network(network)
+            .with_vcs_writes(vcs_writes);
         if let Some(tmp) = tmp {
             policy = policy.with_tmp_dir(tmp)?;
         }
@@ -282,13 +344,17 @@ impl SandboxPolicy {
 
     /// Restricts the calling thread, and every process it starts from now
     /// on, to the policy; irreversible. Call it in a single-threaded process
-    /// (a launcher) just before starting the command.
+    /// (a launcher) just before starting the command: when a writable path
+    /// holds a version-control folder to keep read-only, the process moves
+    /// to a mount namespace of its own (and a user namespace, which a
+    /// process with other threads cannot enter).
     ///
     /// Returns how much the kernel enforces. Fails, leaving the caller
     /// unrestricted or partly restricted, when Landlock is missing or
     /// enforces nothing, a rule cannot be added (a writable path that does
-    /// not exist, say), or the socket filter cannot be installed: the
-    /// caller must then not run the command.
+    /// not exist, say), a version-control folder cannot be made read-only,
+    /// or the seccomp filter cannot be installed: the caller must then not
+    /// run the command.
     pub fn enforce(&self) -> Result<Coverage, SandboxError> {
         #[cfg(target_os = "linux")]
         {
@@ -370,7 +436,8 @@ mod tests {
             .unwrap()
             .with_tmp_dir("/tmp/x")
             .unwrap()
-            .with_network(true);
+            .with_network(true)
+            .with_vcs_writes(true);
         let mut args = policy.to_args();
         args.push("--".into());
         args.push("sh".into());
@@ -380,6 +447,7 @@ mod tests {
         assert_eq!(iter.next(), Some(OsString::from("--")));
 
         let off = SandboxPolicy::new(vec![], vec![]).unwrap();
+        assert!(!off.vcs_writes() && !off.network());
         let mut iter = off.to_args().into_iter().peekable();
         assert_eq!(SandboxPolicy::take_args(&mut iter).unwrap(), Some(off));
 

@@ -1,6 +1,12 @@
-//! Landlock and seccomp on Linux.
+//! Landlock, seccomp and read-only bind mounts on Linux.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::statvfs::{FsFlags, statvfs};
+use nix::unistd::{getgid, getuid};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -11,7 +17,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::{Coverage, DEVICES, SandboxError, SandboxPolicy, coverage_for};
+use crate::{Coverage, DEVICES, SandboxError, SandboxPolicy, coverage_for, vcs};
 
 /// The ABI the rulesets are written for (see [`TARGET_ABI`]).
 const TARGET: ABI = ABI::V7;
@@ -57,6 +63,8 @@ fn abi_number(abi: ABI) -> Result<u8, SandboxError> {
 }
 
 pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> {
+    // Mounts first: Landlock forbids a restricted process to change them.
+    protect_vcs(&vcs::protected_paths(policy))?;
     let landlock = |err: landlock::RulesetError| SandboxError::Landlock(err.to_string());
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET))
@@ -105,9 +113,7 @@ pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> 
         RulesetStatus::PartiallyEnforced => Coverage::Partial,
         RulesetStatus::FullyEnforced => Coverage::Full,
     };
-    if !policy.network() {
-        deny_sockets()?;
-    }
+    install_filters(policy.network())?;
     // The crate's status and the ABI agree on a kernel it knows; take the
     // stricter word.
     let by_abi = match status.landlock {
@@ -123,36 +129,176 @@ pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> 
     })
 }
 
-/// Installs the seccomp filter for a sandbox without network: `socket()`
-/// for any family but `AF_UNIX` and `io_uring_setup()` fail with `EACCES`.
-fn deny_sockets() -> Result<(), SandboxError> {
+/// Makes `paths` read-only to this process and all it starts: a mount
+/// namespace of its own (entered directly with `CAP_SYS_ADMIN`, else
+/// through a user namespace mapping only the caller's own ids, so files
+/// keep their owners and permissions), mount events kept from flowing back
+/// to the system's namespace, and each path bind-mounted read-only onto
+/// itself. Writes there then fail with `EROFS`, and the path cannot be
+/// renamed or removed (`EBUSY`). Nothing happens when `paths` is empty.
+fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
+    let Some(first) = paths.first() else {
+        return Ok(());
+    };
+    let failed =
+        |path: &Path, what: &str, err: &dyn std::fmt::Display| SandboxError::VcsProtection {
+            path: path.to_path_buf(),
+            reason: format!("{what}: {err}"),
+        };
+    if unshare(CloneFlags::CLONE_NEWNS).is_err() {
+        // Without the privilege: a user namespace first. Its ids map to the
+        // caller's own, one to one, so `id` and file owners look the same.
+        let (uid, gid) = (getuid(), getgid());
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+            .map_err(|err| failed(first, "cannot make a user and mount namespace", &err))?;
+        for (file, text) in [
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ] {
+            std::fs::write(file, text)
+                .map_err(|err| failed(first, &format!("cannot write {file}"), &err))?;
+        }
+    }
+    // The namespace starts as a copy whose mounts may share events with
+    // the system's: as a slave it still sees the system's new mounts, and
+    // its own stay in it.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|err| failed(first, "cannot make the mounts private", &err))?;
+    for path in paths {
+        // Recursive, because a user namespace may not bind a folder
+        // without the mounts beneath it.
+        mount(
+            Some(path),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|err| failed(path, "cannot bind it", &err))?;
+        // A remount in a user namespace must keep the flags the system
+        // locked on the mount (nosuid, nodev, noexec, atime).
+        let kept = statvfs(path)
+            .map(|stat| locked_flags(stat.flags()))
+            .map_err(|err| failed(path, "cannot read its mount flags", &err))?;
+        mount(
+            None::<&str>,
+            path,
+            None::<&str>,
+            MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | kept,
+            None::<&str>,
+        )
+        .map_err(|err| failed(path, "cannot make it read-only", &err))?;
+    }
+    Ok(())
+}
+
+/// The mount flags a bind remount must repeat, from `statvfs`'s.
+fn locked_flags(flags: FsFlags) -> MsFlags {
+    [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ]
+    .into_iter()
+    .filter(|(st, _)| flags.contains(*st))
+    .fold(MsFlags::empty(), |all, (_, ms)| all | ms)
+}
+
+/// `ioctl` requests that act on a terminal for someone else: `TIOCSTI`
+/// pushes bytes into its input as if typed, `TIOCLINUX` (on a console)
+/// can paste the selection and more.
+const TERMINAL_IOCTLS: [u64; 2] = [libc::TIOCSTI, libc::TIOCLINUX];
+
+/// Calls that change a file's owner or extended attributes (security
+/// labels, file capabilities and ACLs among them). Landlock has no right
+/// for them and seccomp cannot see the path, so they are refused
+/// everywhere. Numbers from 463 up are newer than the `libc` crate's list
+/// and the same on every architecture but alpha.
+const METADATA_CALLS: &[i64] = &[
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_chown,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lchown,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    // setxattrat, removexattrat (Linux 6.13).
+    463,
+    466,
+    // file_setattr (Linux 6.17): inode flags and project ids.
+    469,
+];
+
+/// Installs the seccomp filters (seccompiler gives one filter one action,
+/// so there are two):
+///
+/// * `EPERM`: `ioctl` with a [`TERMINAL_IOCTLS`] request, compared on its
+///   low 32 bits as the kernel reads it (the upper half cannot hide it),
+///   and every call in [`METADATA_CALLS`];
+/// * `EACCES`: `io_uring_setup` (a ring makes calls the filter never
+///   sees), and without `network` `socket()` for any family but `AF_UNIX`.
+fn install_filters(network: bool) -> Result<(), SandboxError> {
     fn seccomp(err: impl std::fmt::Display) -> SandboxError {
         SandboxError::Seccomp(err.to_string())
     }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(seccomp)?;
-    let not_unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        u64::try_from(libc::AF_UNIX).unwrap_or(1),
-    )
-    .map_err(seccomp)?;
-    let mut rules = BTreeMap::new();
-    rules.insert(
-        libc::SYS_socket,
-        vec![SeccompRule::new(vec![not_unix]).map_err(seccomp)?],
-    );
-    // An empty rule list matches the call whatever its arguments.
-    rules.insert(libc::SYS_io_uring_setup, vec![]);
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(u32::try_from(libc::EACCES).unwrap_or(13)),
-        arch,
-    )
-    .map_err(seccomp)?;
-    let program: BpfProgram = filter.try_into().map_err(seccomp)?;
-    seccompiler::apply_filter(&program).map_err(seccomp)
+    let install = |rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32| {
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(u32::try_from(errno).unwrap_or(1)),
+            arch,
+        )
+        .map_err(seccomp)?;
+        let program: BpfProgram = filter.try_into().map_err(seccomp)?;
+        seccompiler::apply_filter(&program).map_err(seccomp)
+    };
+
+    let mut refused = BTreeMap::new();
+    let mut ioctls = Vec::new();
+    for request in TERMINAL_IOCTLS {
+        let is = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+            .map_err(seccomp)?;
+        ioctls.push(SeccompRule::new(vec![is]).map_err(seccomp)?);
+    }
+    refused.insert(libc::SYS_ioctl, ioctls);
+    for &call in METADATA_CALLS {
+        // An empty rule list matches the call whatever its arguments.
+        refused.insert(call, vec![]);
+    }
+    install(refused, libc::EPERM)?;
+
+    let mut denied = BTreeMap::new();
+    denied.insert(libc::SYS_io_uring_setup, vec![]);
+    if !network {
+        let not_unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            u64::try_from(libc::AF_UNIX).unwrap_or(1),
+        )
+        .map_err(seccomp)?;
+        denied.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![not_unix]).map_err(seccomp)?],
+        );
+    }
+    install(denied, libc::EACCES)
 }
 
 #[cfg(test)]
@@ -248,6 +394,95 @@ mod tests {
             TcpStream::connect(addr).map(drop).map_err(|e| e.kind())
         });
         assert_eq!(tcp, Some(Ok(())));
+    }
+
+    #[test]
+    fn ownership_and_extended_attributes_cannot_be_changed_even_inside() {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let inside = ws.join("f");
+        std::fs::write(&inside, "x").unwrap();
+        let policy = SandboxPolicy::new(vec![ws], vec![]).unwrap();
+        let me = std::fs::metadata(&inside).unwrap();
+        let (uid, gid) = (
+            std::os::unix::fs::MetadataExt::uid(&me),
+            std::os::unix::fs::MetadataExt::gid(&me),
+        );
+        let path = inside.clone();
+        let Some(results) = confined(policy, move || {
+            let errno = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error());
+            [
+                // Even a change to the owner it already has.
+                errno(std::os::unix::fs::chown(&path, Some(uid), Some(gid))),
+                errno(std::os::unix::fs::lchown(&path, Some(uid), None)),
+                errno(xattr::set(&path, "user.tag", b"x")),
+                errno(xattr::remove(&path, "user.tag")),
+                // What Landlock allows is unchanged: the file can be written.
+                errno(std::fs::write(&path, "y")),
+            ]
+        }) else {
+            return;
+        };
+        let eperm = Err(Some(libc::EPERM));
+        assert_eq!(results[..4], [eperm, eperm, eperm, eperm], "{results:?}");
+        assert_eq!(results[4], Ok(()));
+    }
+
+    #[test]
+    fn typing_into_a_terminal_is_refused_with_or_without_network() {
+        let probe = [
+            "import errno, fcntl, termios",
+            "def ioctl(request):",
+            "    try:",
+            "        fcntl.ioctl(0, request, b'x')",
+            "        return 'ok'",
+            "    except OSError as e:",
+            "        return errno.errorcode[e.errno]",
+            "print('sti', ioctl(termios.TIOCSTI))",
+            "print('linux', ioctl(0x541C))",
+        ]
+        .join("\n");
+        let run = move |probe: String| {
+            std::process::Command::new("python3")
+                .args(["-c", &probe])
+                .stdin(std::fs::File::open("/dev/null").unwrap())
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let Ok(unconfined) = run(probe.clone()) else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        // On /dev/null, which is no terminal, the kernel answers ENOTTY:
+        // the filter's EPERM comes before it.
+        assert_eq!(unconfined, "sti ENOTTY\nlinux ENOTTY\n");
+        for network in [false, true] {
+            let policy = SandboxPolicy::new(vec![], vec![])
+                .unwrap()
+                .with_network(network);
+            let probe = probe.clone();
+            let Some(output) = confined(policy, move || run(probe)) else {
+                return;
+            };
+            assert_eq!(output.unwrap(), "sti EPERM\nlinux EPERM\n");
+        }
+    }
+
+    #[test]
+    fn terminals_are_not_writable() {
+        let Some(results) = confined(SandboxPolicy::new(vec![], vec![]).unwrap(), || {
+            ["/dev/ptmx", "/dev/tty"].map(|dev| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dev)
+                    .map(drop)
+                    .map_err(|e| e.kind())
+            })
+        }) else {
+            return;
+        };
+        assert_eq!(results, [Err(ErrorKind::PermissionDenied); 2]);
     }
 
     #[test]
