@@ -482,3 +482,245 @@ fn status_names_the_landlock_abi() {
         Err(_) => assert!(line.contains("unavailable"), "{line}"),
     }
 }
+
+/// Runs `agent-tools` (with `args`) the way a CLI started from a shell
+/// would: with a terminal of its own as its controlling terminal, also
+/// handed to it as stdin. Its command tries `TIOCSTI` on `/dev/tty`
+/// (opened read-write and read-only) and on its stdin. Returns the
+/// program's stdout and what arrived as typed input of the terminal.
+/// `None` without python3, which drives the terminal.
+fn typed_into_a_terminal(args: &[&str]) -> Option<(String, String)> {
+    const DRIVER: &str = r#"
+import fcntl, json, os, pty, select, subprocess, sys, termios
+master, slave = pty.openpty()
+def take_terminal():
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+done = subprocess.run(sys.argv[1:], preexec_fn=take_terminal, stdin=slave, pass_fds=(slave,),
+                      capture_output=True, text=True)
+ready, _, _ = select.select([master], [], [], 0.5)
+typed = os.read(master, 100) if ready else b""
+print(json.dumps({"stdout": done.stdout, "stderr": done.stderr, "typed": typed.decode("latin-1")}))
+"#;
+    const PROBE: &str = r#"python3 -c "
+import errno, fcntl, os, termios
+def sti(fd):
+    try:
+        fcntl.ioctl(fd, termios.TIOCSTI, b'Z')
+        return 'typed'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+for how in (os.O_RDWR, os.O_RDONLY):
+    try:
+        print('tty', sti(os.open('/dev/tty', how)))
+    except OSError as e:
+        print('tty', errno.errorcode[e.errno])
+print('stdin', sti(0))
+""#;
+    let exe = env!("CARGO_BIN_EXE_agent-tools");
+    let mut driver = Command::new("python3");
+    driver.args(["-c", DRIVER]);
+    if args.first() == Some(&"call") {
+        driver
+            .arg(exe)
+            .args(args)
+            .args(["bash", &json!({ "command": PROBE }).to_string()]);
+    } else {
+        // The launcher itself is started by a shell that holds the
+        // terminal, as the server would be: a session's leader cannot
+        // start another session, so the launcher refuses to run under one.
+        driver
+            .args([
+                "/bin/sh",
+                "-c",
+                r#"x="$1"; shift; "$x" __run-command --parent-pid $$ "$@"; :"#,
+            ])
+            .args(["sh", exe])
+            .args(args)
+            .args(["--", "/bin/sh", "-c", PROBE]);
+    }
+    let output = driver.output().ok()?;
+    let line = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| {
+        panic!(
+            "driver failed ({e}): {line} {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    eprintln!("stderr: {}", report["stderr"]);
+    Some((
+        report["stdout"].as_str().unwrap().to_owned(),
+        report["typed"].as_str().unwrap().to_owned(),
+    ))
+}
+
+#[test]
+fn commands_cannot_type_into_the_terminal_the_server_was_started_from() {
+    if !landlock() {
+        return;
+    }
+    let (_outer, root) = sandbox();
+    let root_arg = root.display().to_string();
+    // Through the server: the command leads no terminal, so /dev/tty is
+    // not there (ENXIO), and read-write it is refused first (EACCES). Its
+    // stdin is /dev/null; the filter refuses the ioctl before the kernel
+    // finds that no terminal.
+    let call = ["call", "--sandbox", "--root", &root_arg];
+    let Some((stdout, typed)) = typed_into_a_terminal(&call) else {
+        eprintln!("skipped: no python3");
+        return;
+    };
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        result["stdout"], "tty EACCES\ntty ENXIO\nstdin EPERM\n",
+        "{result}"
+    );
+    assert_eq!(typed, "", "the command typed into the terminal");
+    // Without the sandbox the command has no terminal either.
+    let call = ["call", "--root", &root_arg];
+    let (stdout, typed) = typed_into_a_terminal(&call).unwrap();
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        result["stdout"], "tty ENXIO\ntty ENXIO\nstdin ENOTTY\n",
+        "{result}"
+    );
+    assert_eq!(typed, "");
+    // The launcher started with the terminal as stdin hands it on: the
+    // seccomp filter refuses the ioctl on it (even for root, whom the
+    // kernel would let type into a terminal that is not its own).
+    let launcher = ["--sandbox", "--sandbox-write", &root_arg];
+    let (stdout, typed) = typed_into_a_terminal(&launcher).unwrap();
+    assert_eq!(stdout, "tty EACCES\ntty ENXIO\nstdin EPERM\n");
+    assert_eq!(typed, "");
+}
+
+#[test]
+fn version_control_folders_are_read_only_unless_allowed() {
+    if !landlock() {
+        return;
+    }
+    let (outer, root) = sandbox();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(root.join(".hg")).unwrap();
+    // A linked worktree in a second root: its `.git` file names a git
+    // folder in a repository deeper in the first root (not at its top),
+    // whose hooks it shares.
+    let worktree = outer.path().join("worktree");
+    let main_git = root.join("nested/main/.git");
+    std::fs::create_dir_all(main_git.join("hooks")).unwrap();
+    let gitdir = main_git.join("worktrees/wt");
+    std::fs::create_dir_all(&gitdir).unwrap();
+    std::fs::create_dir_all(&worktree).unwrap();
+    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+    std::fs::write(
+        worktree.join(".git"),
+        format!("gitdir: {}\n", gitdir.display()),
+    )
+    .unwrap();
+    let before = (
+        tree::snapshot(&root.join(".git")),
+        tree::snapshot(&main_git),
+    );
+    let wt = worktree.display().to_string();
+    let start = |extra: &[&str]| {
+        let mut args = vec!["--surface", "filesystem", "--sandbox", "--root"];
+        args.push(&wt);
+        args.extend_from_slice(extra);
+        McpClient::start_guarded(&root, &args)
+    };
+    // The filesystem surface answers stderr in a second item: folded in.
+    let run = |client: &mut McpClient, command: &str| {
+        client.call("bash", json!({"command": format!("({command}) 2>&1")}))
+    };
+    let mut client = start(&[]);
+    for command in [
+        "printf '#!/bin/sh\\necho ran\\n' > .git/hooks/pre-commit".to_owned(),
+        "echo '[core] fsmonitor = echo x' >> .git/config".to_owned(),
+        "touch .hg/hgrc".to_owned(),
+        "rm -r .git".to_owned(),
+        "mv .git moved".to_owned(),
+        // Through the worktree: its file, its git folder, and the hooks it
+        // shares.
+        format!("echo 'gitdir: /tmp' > {wt}/.git"),
+        format!("mv {wt}/.git {wt}/moved"),
+        format!("touch {}/HEAD", gitdir.display()),
+        format!("touch {}/hooks/post-checkout", main_git.display()),
+    ] {
+        let (is_error, text) = run(&mut client, &command);
+        assert!(is_error, "{command}: {text}");
+        assert!(
+            text.contains("Read-only file system") || text.contains("Device or resource busy"),
+            "{command}: {text}"
+        );
+    }
+    assert_eq!(
+        (
+            tree::snapshot(&root.join(".git")),
+            tree::snapshot(&main_git)
+        ),
+        before
+    );
+    assert!(!root.join(".hg/hgrc").exists());
+    assert!(
+        std::fs::read_to_string(worktree.join(".git"))
+            .unwrap()
+            .contains("worktrees")
+    );
+    // Everything else in the roots is writable: new files at the top too.
+    let (is_error, text) = run(
+        &mut client,
+        &format!(
+            "echo hi > new.txt && mkdir -p src && echo x > src/a && echo y > {wt}/b && cat new.txt"
+        ),
+    );
+    assert!(!is_error, "{text}");
+    assert!(root.join("src/a").exists() && worktree.join("b").exists());
+    client.shutdown();
+
+    // Allowed, the same writes go through.
+    let mut client = start(&["--sandbox-allow-vcs-writes"]);
+    let (is_error, text) = run(
+        &mut client,
+        "echo '#!/bin/sh' > .git/hooks/pre-commit && touch .hg/hgrc",
+    );
+    assert!(!is_error, "{text}");
+    assert!(root.join(".git/hooks/pre-commit").exists());
+    client.shutdown();
+}
+
+#[test]
+fn ownership_and_extended_attributes_are_refused_but_modes_inside_work() {
+    if !landlock() {
+        return;
+    }
+    let (outer, root) = sandbox();
+    let outside = outer.path().join("outside.txt");
+    std::fs::write(&outside, "x").unwrap();
+    std::fs::write(root.join("inside.txt"), "x").unwrap();
+    let mut client = sandboxed(&root);
+    if !have(&mut client, "python3") {
+        return;
+    }
+    let out = outside.display().to_string();
+    for path in [out.as_str(), "inside.txt"] {
+        for call in [
+            format!("os.chown('{path}', os.getuid(), os.getgid())"),
+            format!("os.setxattr('{path}', 'user.tag', b'x')"),
+            format!("os.removexattr('{path}', 'user.tag')"),
+        ] {
+            let result = assert_refused(&mut client, &format!("python3 -c \"import os; {call}\""));
+            assert!(
+                result["stderr"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Operation not permitted"),
+                "{call}: {result}"
+            );
+        }
+    }
+    // Modes inside the root still change (`chmod +x` of a script).
+    let result = bash(&mut client, "chmod +x inside.txt && test -x inside.txt");
+    assert_eq!(result["exit_code"], 0, "{result}");
+    client.shutdown();
+}

@@ -130,10 +130,14 @@ pub enum CommandSandbox {
     Off,
     /// Commands may write only beneath the writable roots, their private
     /// `TMPDIR` and the usual devices, and reach the network only when
-    /// `network` is true.
+    /// `network` is true. The version-control folders at the top of the
+    /// writable roots (`.git`, ...) stay read-only unless `vcs_writes`.
     On {
         /// Whether commands may use the network.
         network: bool,
+        /// Whether commands may write the version-control folders of the
+        /// writable roots (then git can run what a command planted there).
+        vcs_writes: bool,
     },
 }
 
@@ -180,6 +184,7 @@ impl ActiveSandbox {
         roots: &[AllowedRoot],
         read_only: bool,
         network: bool,
+        vcs_writes: bool,
     ) -> Result<ActiveSandbox, StartupError> {
         let abi = agent_tools_sandbox::landlock_abi()
             .map_err(|source| StartupError::SandboxUnavailable { source })?;
@@ -211,7 +216,8 @@ impl ActiveSandbox {
         let policy = SandboxPolicy::new(writable, read_only_paths)
             .and_then(|policy| policy.with_tmp_dir(tmp_path))
             .map_err(|source| StartupError::SandboxPolicy { source })?
-            .with_network(network);
+            .with_network(network)
+            .with_vcs_writes(vcs_writes);
         Ok(ActiveSandbox {
             policy,
             abi,
@@ -398,13 +404,21 @@ impl ConfigBuilder {
             CommandSandbox::On { .. } if self.awaiting_roots => {
                 return Err(StartupError::SandboxNeedsRoots);
             }
-            CommandSandbox::On { network } => {
+            CommandSandbox::On {
+                network,
+                vcs_writes,
+            } => {
                 let mut roots = vec![AllowedRoot {
                     path: self.root.clone(),
                     access: self.root_access,
                 }];
                 roots.extend(self.more_roots.iter().cloned());
-                Some(ActiveSandbox::start(&roots, self.read_only, network)?)
+                Some(ActiveSandbox::start(
+                    &roots,
+                    self.read_only,
+                    network,
+                    vcs_writes,
+                )?)
             }
         };
         Ok(Config {

@@ -198,7 +198,10 @@ fn concurrent_calls_from_many_threads() {
 fn a_sandbox_without_a_launcher_is_refused_at_startup() {
     let dir = tempfile::tempdir().unwrap();
     let err = Config::builder(dir.path())
-        .sandbox(CommandSandbox::On { network: false })
+        .sandbox(CommandSandbox::On {
+            network: false,
+            vcs_writes: false,
+        })
         .build()
         .unwrap_err();
     assert!(matches!(err, StartupError::SandboxNeedsLauncher), "{err}");
@@ -215,10 +218,14 @@ fn the_sandbox_policy_follows_the_root_and_the_mode() {
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let launcher = Launcher::new("/bin/false", []);
     for (read_only, network) in [(false, false), (true, true)] {
+        let vcs_writes = network;
         let config = Config::builder(dir.path())
             .bash_launcher(launcher.clone())
             .read_only(read_only)
-            .sandbox(CommandSandbox::On { network })
+            .sandbox(CommandSandbox::On {
+                network,
+                vcs_writes,
+            })
             .build()
             .unwrap();
         let sandbox = config.sandbox().unwrap();
@@ -231,6 +238,7 @@ fn the_sandbox_policy_follows_the_root_and_the_mode() {
         assert_eq!(policy.writable(), writable);
         assert_eq!(policy.read_only(), ro);
         assert_eq!(policy.network(), network);
+        assert_eq!(policy.vcs_writes(), vcs_writes);
         let tmp = sandbox.tmp_dir().to_path_buf();
         assert!(tmp.is_dir());
         assert_eq!(

@@ -5,15 +5,22 @@
 //!
 //! What it does, in order:
 //!
-//! 1. Blocks `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGCHLD` and takes them from a
+//! 1. Starts a session of its own (`setsid`), before anything else: the
+//!    command then has no controlling terminal (`/dev/tty` gives `ENXIO`),
+//!    so it cannot type into the terminal the server was started from, and
+//!    the launcher leads the command's process group (the group's id is the
+//!    launcher's pid, as the runner expects). If it cannot, nothing is run.
+//!    Until this is done the launcher is in its caller's group; the runner
+//!    signals the launcher alone in that moment, before anything started.
+//! 2. Blocks `SIGTERM`, `SIGINT`, `SIGHUP` and `SIGCHLD` and takes them from a
 //!    signalfd instead (no signal handler: the crate forbids unsafe code).
-//! 2. Asks the kernel for `SIGHUP` when its parent dies (`PR_SET_PDEATHSIG`),
+//! 3. Asks the kernel for `SIGHUP` when its parent dies (`PR_SET_PDEATHSIG`),
 //!    then checks that the parent named by `--parent-pid` is still its
 //!    parent: if the caller died before that, it gives up at once.
-//! 3. Becomes a child subreaper: a descendant whose parent dies is handed to
+//! 4. Becomes a child subreaper: a descendant whose parent dies is handed to
 //!    the launcher, not to init, so every process the command starts stays
 //!    in the launcher's subtree, `setsid` or not.
-//! 4. With a sandbox policy among its arguments
+//! 5. With a sandbox policy among its arguments
 //!    ([`SandboxPolicy::to_args`]), restricts itself to it
 //!    ([`SandboxPolicy::enforce`]); the shell and all it starts inherit the
 //!    restriction, and the shell gets the policy's temporary folder as
@@ -21,12 +28,15 @@
 //!    reason goes to stderr and the launcher exits with
 //!    [`EXIT_NOT_STARTED`]. The launcher's own work (signals, reaping,
 //!    reading `/proc`) needs no right the sandbox takes away.
-//! 5. Starts the shell as its child, in its own process group (the runner
-//!    made the launcher the group's leader).
-//! 6. Waits. When the shell ends, it exits the same way: with the shell's
+//! 6. Starts the shell as its child, in its own process group and session.
+//! 7. Waits. When the shell ends, it exits the same way: with the shell's
 //!    exit code, or by raising the signal that killed it. Background jobs
-//!    are left running, as without a launcher.
-//! 7. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
+//!    are left running, as without a launcher. With [`WAIT_FOR_DESCENDANTS_ARG`]
+//!    (a background command) it waits on until every descendant has ended
+//!    too, so that stopping the command later still reaches the ones that
+//!    left its process group: it has descendants exactly as long as it has
+//!    children, since orphans are handed to it.
+//! 8. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
 //!    cancellation reaches the launcher too) it `SIGKILL`s every descendant
 //!    that left the process group, which the group kill cannot reach, and
 //!    keeps waiting for the shell. On `SIGHUP` from a dead parent it kills
@@ -41,14 +51,18 @@ use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, raise, sigprocmask};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpgrp, getpid, getppid};
+use nix::unistd::{Pid, getpgrp, getpid, getppid, setsid};
 
-use agent_tools_sandbox::{SandboxPolicy, TMPDIR_VAR};
+use agent_tools_sandbox::{SandboxError, SandboxPolicy, TMPDIR_VAR};
 
 use crate::procs;
 
 /// The argument that precedes the caller's process id.
 pub const PARENT_PID_ARG: &str = "--parent-pid";
+
+/// The argument (after the parent's pid) that keeps the launcher until
+/// every descendant of the shell has ended, not just the shell.
+pub const WAIT_FOR_DESCENDANTS_ARG: &str = "--wait-for-descendants";
 
 /// Exit code when the arguments are wrong.
 pub const EXIT_USAGE: i32 = 125;
@@ -56,15 +70,22 @@ pub const EXIT_USAGE: i32 = 125;
 /// shell could not be started.
 pub const EXIT_NOT_STARTED: i32 = 126;
 
-/// Runs the launcher with its arguments (`--parent-pid PID [POLICY...] --
-/// PROGRAM ARGS...`, without the binary's own name or subcommand) and returns the
-/// exit code to end with. When the shell was killed by a signal, the
-/// launcher raises that signal on itself and does not return.
+/// Runs the launcher with its arguments (`--parent-pid PID
+/// [--wait-for-descendants] [POLICY...] -- PROGRAM ARGS...`, without the
+/// binary's own name or subcommand) and returns the exit code to end with.
+/// When the shell was killed by a signal, the launcher raises that signal
+/// on itself and does not return.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let mut args = args.into_iter().peekable();
     if args.peek().is_some_and(|a| a == EXEC_UNBLOCKED_ARG) {
         args.next();
         return exec_unblocked(args);
+    }
+    // First of all, so that the runner's group signals reach the launcher
+    // as early as they can (see step 1 above).
+    if let Err(err) = setsid() {
+        eprintln!("agent-tools launcher: cannot start a session of its own: {err}");
+        return EXIT_NOT_STARTED;
     }
     let (Some(flag), Some(parent)) = (args.next(), args.next()) else {
         return usage();
@@ -72,6 +93,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let Some(parent) = parent.to_str().and_then(|p| p.parse::<i32>().ok()) else {
         return usage();
     };
+    let wait_for_descendants = args.next_if(|a| a == WAIT_FOR_DESCENDANTS_ARG).is_some();
     let sandbox = match SandboxPolicy::take_args(&mut args) {
         Ok(sandbox) => sandbox,
         Err(err) => {
@@ -113,8 +135,14 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         // Partial coverage (a kernel older than the ruleset's ABI) is
         // reported once by the server at startup, not on every command.
         if let Err(err) = policy.enforce() {
+            let hint = match err {
+                SandboxError::VcsProtection { .. } => {
+                    " (the server's --sandbox-allow-vcs-writes lets commands write version-control folders instead)"
+                }
+                _ => "",
+            };
             eprintln!(
-                "agent-tools launcher: the sandbox could not be put in force, so the command was not run: {err}"
+                "agent-tools launcher: the sandbox could not be put in force, so the command was not run: {err}{hint}"
             );
             return EXIT_NOT_STARTED;
         }
@@ -145,8 +173,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
 
+    let mut shell_status = None;
     loop {
-        if let Some(status) = reap(shell) {
+        let reaped = reap(shell);
+        shell_status = shell_status.or(reaped.shell);
+        if let Some(status) = shell_status
+            && (!wait_for_descendants || reaped.childless)
+        {
             return mirror(status);
         }
         let signal = match signalfd.read_signal() {
@@ -203,22 +236,38 @@ fn exec_unblocked(mut args: impl Iterator<Item = OsString>) -> i32 {
 }
 
 fn usage() -> i32 {
-    eprintln!("usage: {PARENT_PID_ARG} PID [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]");
+    eprintln!(
+        "usage: {PARENT_PID_ARG} PID [{WAIT_FOR_DESCENDANTS_ARG}] [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]"
+    );
     EXIT_USAGE
 }
 
-/// Reaps every child that has ended (the shell, or adopted orphans); returns
-/// the shell's status once it has ended.
-fn reap(shell: Pid) -> Option<WaitStatus> {
-    let mut shell_status = None;
+/// What one round of reaping found.
+struct Reaped {
+    /// The shell's status, when it ended in this round.
+    shell: Option<WaitStatus>,
+    /// No child is left: every descendant has ended and been reaped.
+    childless: bool,
+}
+
+/// Reaps every child that has ended (the shell, or adopted orphans).
+fn reap(shell: Pid) -> Reaped {
+    let mut reaped = Reaped {
+        shell: None,
+        childless: false,
+    };
     loop {
         match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return shell_status,
+            Ok(WaitStatus::StillAlive) => return reaped,
+            Err(err) => {
+                reaped.childless = err == Errno::ECHILD;
+                return reaped;
+            }
             Ok(status) => {
                 if status.pid() == Some(shell)
                     && matches!(status, WaitStatus::Exited(..) | WaitStatus::Signaled(..))
                 {
-                    shell_status = Some(status);
+                    reaped.shell = Some(status);
                 }
             }
         }

@@ -14,7 +14,7 @@ use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 use crate::capture::{Captured, Pushed, SpillNamer, Stream};
@@ -79,12 +79,28 @@ struct Kill {
     group_gone: bool,
 }
 
+/// How long a launcher stays with its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Supervision {
+    /// Until the shell ends: what a call waits for. Its background jobs
+    /// keep running.
+    UntilShellEnds,
+    /// Until the shell and every process it started have ended: a
+    /// background command, which is stopped later as a whole.
+    UntilAllEnd,
+}
+
 /// The process that starts `req`'s program: the launcher (with the parent's
 /// pid and the sandbox policy, which it puts in force between fork and
 /// exec) when there is one, else the program itself. Its arguments follow.
 /// Every way of starting a command goes through here, so none can skip the
 /// launcher or the sandbox.
-pub(crate) fn launch_command(req: &RunRequest) -> ToolResult<Command> {
+///
+/// The process started leads the command's process group, whose id is its
+/// pid: the launcher makes a session of its own (which a group leader may
+/// not, so it is not put in a group here); a program started without one
+/// gets a new group.
+pub(crate) fn launch_command(req: &RunRequest, supervision: Supervision) -> ToolResult<Command> {
     let (program, _) = req.program_and_args();
     match req.launcher() {
         Some(launcher) => {
@@ -93,6 +109,9 @@ pub(crate) fn launch_command(req: &RunRequest) -> ToolResult<Command> {
                 .args(launcher.args())
                 .arg(crate::launcher::PARENT_PID_ARG)
                 .arg(std::process::id().to_string());
+            if supervision == Supervision::UntilAllEnd {
+                command.arg(crate::launcher::WAIT_FOR_DESCENDANTS_ARG);
+            }
             if let Some(policy) = req.sandbox() {
                 command.args(policy.to_args());
             }
@@ -105,14 +124,39 @@ pub(crate) fn launch_command(req: &RunRequest) -> ToolResult<Command> {
             ErrorCode::InvalidInput,
             "a sandboxed command needs a launcher to apply the sandbox; none was given",
         )),
-        None => Ok(Command::new(program)),
+        None => {
+            let mut command = Command::new(program);
+            command.process_group(0);
+            Ok(command)
+        }
+    }
+}
+
+/// Sends `signal` (`None`: only checks) to the command's process group,
+/// whose id is the pid of the process the runner started.
+///
+/// A launcher makes that group itself, as its first step, so for a moment
+/// after the start the group does not exist yet. Then the signal goes to
+/// the launcher alone, which has started nothing yet and dies of it. Once
+/// the started process has been reaped (`leader_reaped`) its pid may name
+/// another process, so only the group is signalled.
+pub(crate) fn signal_group(
+    pgid: Pid,
+    signal: Option<Signal>,
+    leader_reaped: bool,
+) -> nix::Result<()> {
+    match killpg(pgid, signal) {
+        Err(Errno::ESRCH) if !leader_reaped => kill(pgid, signal),
+        other => other,
     }
 }
 
 /// Runs `req`, polling `cancel` at least every [`CANCEL_POLL`].
 ///
 /// The command runs as `/bin/sh -c COMMAND` in `req.cwd()`, with stdin from
-/// `/dev/null`, in a new process group whose id is the shell's pid.
+/// `/dev/null`, in a new process group: the launcher's (in a session of its
+/// own, without a controlling terminal) when there is one, else the
+/// shell's.
 ///
 /// * The shell exits: the outcome is returned (whatever the exit code or
 ///   signal). Output is drained until both pipes close or [`DRAIN_GRACE`] has
@@ -138,14 +182,13 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
     let (program, args) = req.program_and_args();
-    let mut command = launch_command(req)?;
+    let mut command = launch_command(req, Supervision::UntilShellEnds)?;
     let mut child = command
         .args(args)
         .current_dir(req.cwd())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn()
         .map_err(|err| {
             ToolError::new(ErrorCode::IoError, format!("cannot start {program}: {err}"))
@@ -188,7 +231,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         Ok(()) => pump.finish(),
         Err(err) => {
             // A spill file could not be written: stop everything.
-            let _ = killpg(pgid, Signal::SIGKILL);
+            let _ = signal_group(pgid, Some(Signal::SIGKILL), pump.exited);
             Err(err)
         }
     }
@@ -225,7 +268,7 @@ fn spawn_waiter(
         })
         .map_err(|err| {
             // The child went with the closure; at least stop the group.
-            let _ = killpg(pgid, Signal::SIGKILL);
+            let _ = signal_group(pgid, Some(Signal::SIGKILL), false);
             ToolError::internal(format!("cannot start the reaper thread: {err}"))
         })?;
     Ok(rx)
@@ -445,7 +488,10 @@ impl Pump<'_> {
         } else {
             self.req.kill_grace()
         };
-        let group_gone = matches!(killpg(self.pgid, Signal::SIGTERM), Err(Errno::ESRCH));
+        let group_gone = matches!(
+            signal_group(self.pgid, Some(Signal::SIGTERM), self.exited),
+            Err(Errno::ESRCH)
+        );
         self.kill = Some(Kill {
             reason,
             started: now,
@@ -463,7 +509,7 @@ impl Pump<'_> {
         if !group_alive(self.pgid) {
             kill.group_gone = true;
         } else if now >= kill.started + kill.grace {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            let _ = signal_group(self.pgid, Some(Signal::SIGKILL), self.exited);
             kill.sigkilled = true;
         }
     }

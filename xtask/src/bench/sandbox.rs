@@ -32,7 +32,10 @@ pub fn sandbox(ctx: &Ctx<'_>) -> Result<Table> {
             .build()?;
         Ok(AgentTools::new(config)?)
     };
-    let confined = open(CommandSandbox::On { network: false })?;
+    let confined = open(CommandSandbox::On {
+        network: false,
+        vcs_writes: false,
+    })?;
     let free = open(CommandSandbox::Off)?;
     let run = |tools: &AgentTools| -> Result<()> {
         let result = tools.call("bash", json!({"command": "true"}));

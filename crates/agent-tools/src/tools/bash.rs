@@ -198,8 +198,10 @@ pub fn sandbox_refusal_note(config: &Config, outcome: &RunOutcome) -> Option<Str
 fn sandbox_note(policy: &agent_tools_sandbox::SandboxPolicy) -> String {
     let writes = if policy.writable().is_empty() {
         "nowhere in the workspace (it is read-only)"
-    } else {
+    } else if policy.vcs_writes() {
         "only inside the workspace"
+    } else {
+        "only inside the workspace (not in .git or other version-control folders)"
     };
     let network = if policy.network() {
         ""
@@ -207,7 +209,7 @@ fn sandbox_note(policy: &agent_tools_sandbox::SandboxPolicy) -> String {
         "; the network is off"
     };
     format!(
-        "the sandbox may have refused this: commands can write {writes}, in $TMPDIR and to /dev/null and the terminals{network}"
+        "the sandbox may have refused this: commands can write {writes}, in $TMPDIR and to /dev/null, and change no file's owner or extended attributes{network}"
     )
 }
 

@@ -100,6 +100,13 @@ struct WorkspaceArgs {
     /// With --sandbox: let commands use the network.
     #[arg(long, requires = "sandbox")]
     sandbox_network: bool,
+    /// With --sandbox: let commands write the version-control folders
+    /// (.git, .hg, .jj, .svn) at the top of the writable roots, which are
+    /// read-only to them otherwise (git would run hooks and settings
+    /// planted there outside the sandbox). Needed for `git commit` and the
+    /// like inside the sandbox.
+    #[arg(long, requires = "sandbox")]
+    sandbox_allow_vcs_writes: bool,
 }
 
 /// The default of `--index-memory-mb`.
@@ -166,6 +173,7 @@ impl WorkspaceArgs {
             .sandbox(if self.sandbox {
                 CommandSandbox::On {
                     network: self.sandbox_network,
+                    vcs_writes: self.sandbox_allow_vcs_writes,
                 }
             } else {
                 CommandSandbox::Off
@@ -198,6 +206,7 @@ fn log_sandbox(config: &Config) {
         read_only = %paths(policy.read_only()),
         tmpdir = %sandbox.tmp_dir().display(),
         network = policy.network(),
+        vcs_writes = policy.vcs_writes(),
         "commands run in the sandbox (Landlock ABI {})",
         sandbox.abi()
     );
