@@ -155,3 +155,70 @@ fn background_commands_die_with_the_connection() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .is_some_and(|i| !stat[i + 1..].trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// Waits (bounded) for a number in `path`, written by a command.
+fn pid_in(path: &Path) -> i32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_dies(pid: i32, after: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a child that left its session survived {after}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn children_that_left_the_session_die_with_their_background_command() {
+    let (_outer, root) = sandbox();
+    let mut client = claude_code(&root);
+    // The shell starts a child in a session of its own and is done at once.
+    let start = |client: &mut McpClient, marker: &Path| {
+        let (is_error, text) = client.call(
+            "Bash",
+            json!({
+                "command": format!("setsid sh -c 'echo $$ > {}; exec sleep 300' & echo started", p(marker)),
+                "run_in_background": true
+            }),
+        );
+        assert!(!is_error, "{text}");
+        let pid = pid_in(marker);
+        // Past the shell's own end.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(alive(pid));
+        pid
+    };
+    let first = start(&mut client, &root.join("first.pid"));
+    let (is_error, text) = client.call("KillShell", json!({"shell_id": "bash_1"}));
+    assert!(!is_error, "{text}");
+    assert_dies(first, "KillShell");
+    let second = start(&mut client, &root.join("second.pid"));
+    client.shutdown();
+    assert_dies(second, "the end of the connection");
+}
