@@ -146,6 +146,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             );
             return EXIT_NOT_STARTED;
         }
+        // The kernel drops the death signal when credentials change; a new
+        // user namespace should not count as one, but nothing is left to
+        // that: armed again, and the parent checked again.
+        if prctl::set_pdeathsig(Signal::SIGHUP).is_err() || getppid().as_raw() != parent {
+            return EXIT_NOT_STARTED;
+        }
     }
 
     // A child inherits the signal mask, and the standard library offers no
