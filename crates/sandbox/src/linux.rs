@@ -147,26 +147,19 @@ fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
         };
     if unshare(CloneFlags::CLONE_NEWNS).is_err() {
         // Without the privilege: a user namespace first. Its ids map to the
-        // caller's own, so `id` and file owners look the same: the caller's
-        // one id (all it may map), or for root every id, so that root keeps
-        // its rights over files of other owners.
+        // caller's own, so `id` and file owners look the same. From inside,
+        // a process may map only its own ids; so a root without
+        // CAP_SYS_ADMIN loses, in there, its rights over files of other
+        // owners (noted in the SPEC).
         let (uid, gid) = (getuid(), getgid());
         unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
             .map_err(|err| failed(first, "cannot make a user and mount namespace", &err))?;
-        let maps = if uid.is_root() {
-            vec![
-                ("/proc/self/uid_map", "0 0 4294967295".to_owned()),
-                ("/proc/self/gid_map", "0 0 4294967295".to_owned()),
-            ]
-        } else {
-            vec![
-                // An unprivileged gid map needs setgroups off first.
-                ("/proc/self/setgroups", "deny".to_owned()),
-                ("/proc/self/uid_map", format!("{uid} {uid} 1")),
-                ("/proc/self/gid_map", format!("{gid} {gid} 1")),
-            ]
-        };
-        for (file, text) in maps {
+        for (file, text) in [
+            // A gid map written from inside needs setgroups off first.
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ] {
             std::fs::write(file, text)
                 .map_err(|err| failed(first, &format!("cannot write {file}"), &err))?;
         }
