@@ -266,6 +266,28 @@ fn the_launcher_refuses_to_run_what_it_cannot_confine() {
     assert!(!marker.exists());
 }
 
+#[test]
+fn the_launcher_refuses_to_run_without_a_session_of_its_own() {
+    // A process group's leader cannot start a session: the command would
+    // keep the caller's terminal, so nothing runs.
+    use std::os::unix::process::CommandExt as _;
+    let (_outer, root) = sandbox();
+    let marker = root.join("ran");
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .arg("__run-command")
+        .arg("--parent-pid")
+        .arg(std::process::id().to_string())
+        .args(["--", "/bin/sh", "-c"])
+        .arg(format!("touch {}", marker.display()))
+        .process_group(0)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("session"), "{stderr}");
+    assert!(!marker.exists());
+}
+
 /// Whether `program` can be found by the sandboxed shell.
 fn have(client: &mut McpClient, program: &str) -> bool {
     let found = bash(client, &format!("command -v {program}"))["exit_code"] == 0;

@@ -609,3 +609,34 @@ fn signal_name(number: i32) -> String {
         Err(_) => format!("signal {number}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A launcher not yet in its own session is a process whose pid names
+    /// no group: the signal reaches it alone, until it has been reaped.
+    #[test]
+    fn a_group_signal_reaches_a_leader_that_has_no_group_yet() {
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        assert_eq!(killpg(pid, None), Err(Errno::ESRCH), "not a group leader");
+        assert_eq!(
+            signal_group(pid, None, true),
+            Err(Errno::ESRCH),
+            "a reaped leader's pid is not signalled"
+        );
+        signal_group(pid, Some(Signal::SIGTERM), false).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the signal did not arrive");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+    }
+}
