@@ -583,10 +583,10 @@ fn commands_cannot_type_into_the_terminal_the_server_was_started_from() {
     }
     let (_outer, root) = sandbox();
     let root_arg = root.display().to_string();
-    // Through the server: the command leads no terminal, so /dev/tty is
-    // not there (ENXIO), and read-write it is refused first (EACCES). Its
-    // stdin is /dev/null; the filter refuses the ioctl before the kernel
-    // finds that no terminal.
+    // Through the server: /dev/tty is refused by the sandbox (EACCES),
+    // and would not be there anyway (see below). The command's stdin is
+    // /dev/null; the filter refuses the ioctl before the kernel finds that
+    // no terminal.
     let call = ["call", "--sandbox", "--root", &root_arg];
     let Some((stdout, typed)) = typed_into_a_terminal(&call) else {
         eprintln!("skipped: no python3");
@@ -594,11 +594,12 @@ fn commands_cannot_type_into_the_terminal_the_server_was_started_from() {
     };
     let result: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
-        result["stdout"], "tty EACCES\ntty ENXIO\nstdin EPERM\n",
+        result["stdout"], "tty EACCES\ntty EACCES\nstdin EPERM\n",
         "{result}"
     );
     assert_eq!(typed, "", "the command typed into the terminal");
-    // Without the sandbox the command has no terminal either.
+    // Without the sandbox the command has no terminal either: it leads
+    // none (ENXIO).
     let call = ["call", "--root", &root_arg];
     let (stdout, typed) = typed_into_a_terminal(&call).unwrap();
     let result: Value = serde_json::from_str(&stdout).unwrap();
@@ -612,7 +613,7 @@ fn commands_cannot_type_into_the_terminal_the_server_was_started_from() {
     // kernel would let type into a terminal that is not its own).
     let launcher = ["--sandbox", "--sandbox-write", &root_arg];
     let (stdout, typed) = typed_into_a_terminal(&launcher).unwrap();
-    assert_eq!(stdout, "tty EACCES\ntty ENXIO\nstdin EPERM\n");
+    assert_eq!(stdout, "tty EACCES\ntty EACCES\nstdin EPERM\n");
     assert_eq!(typed, "");
 }
 

@@ -10,10 +10,11 @@
 //! launcher calls [`SandboxPolicy::enforce`] on itself before it starts the
 //! command, which inherits the restriction and cannot shed it:
 //!
-//! * **Files** with Landlock: reads and execution everywhere, writes (create,
-//!   modify, delete, rename, truncate, device ioctls) only beneath the
-//!   writable paths and [`DEVICES`]. Terminals are not among them: a
-//!   command may neither write to nor control one.
+//! * **Files** with Landlock: reads and execution everywhere but the
+//!   terminal devices, writes (create, modify, delete, rename, truncate,
+//!   device ioctls) only beneath the writable paths and [`DEVICES`].
+//!   Terminals are not among them: a command may neither read, write nor
+//!   control one.
 //! * **Version-control folders** ([`VCS_DIRS`]) at the top of a writable
 //!   path stay read-only unless the policy allows writing them
 //!   ([`SandboxPolicy::with_vcs_writes`]): Landlock only adds rights along a

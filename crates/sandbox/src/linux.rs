@@ -78,11 +78,18 @@ pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> 
     let mut created = ruleset
         .create()
         .map_err(landlock)?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET)))
+        // Folders can be listed anywhere; files are read beneath the
+        // entries of `/` and `/dev` (below).
+        .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
         .map_err(landlock)?
         // Devices that do not exist here are skipped.
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(TARGET)))
         .map_err(landlock)?;
+    for rule in path_beneath_rules(readable_paths(), AccessFs::from_read(TARGET)) {
+        // One that Landlock takes no rule on (a pseudo-filesystem) stays
+        // unreadable; the rest of the ruleset goes on.
+        let _ = (&mut created).add_rule(rule.map_err(landlock)?);
+    }
     for path in policy
         .writable()
         .iter()
@@ -127,6 +134,47 @@ pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> 
     } else {
         Coverage::Partial
     })
+}
+
+/// Whether `name`, an entry of `/dev`, is a terminal (or the console's
+/// screen or input): a command may not even read those, as reading the
+/// user's terminal takes the keystrokes meant for it. Reading one through
+/// `/proc/PID/fd` is refused too, since Landlock looks at the path the
+/// link leads to.
+fn is_terminal_device(name: &str) -> bool {
+    matches!(name, "pts" | "ptmx" | "console" | "input")
+        || name.starts_with("tty")
+        || name.starts_with("vcs")
+}
+
+/// What a command may read (and execute): every entry of `/` but `/dev`,
+/// and every entry of `/dev` but the terminals. An entry made after the
+/// launch is not readable (programs do not add to `/`). Symbolic links are
+/// left out: a rule on one would be on its target, which lies beneath
+/// another entry anyway (or is a terminal, or, as `/dev/stdin` leads to
+/// the launcher's own pipe, no path at all).
+fn readable_paths() -> Vec<std::path::PathBuf> {
+    let entries = |dir: &str| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| !t.is_symlink()))
+            .map(|entry| entry.file_name())
+            .collect::<Vec<_>>()
+    };
+    let mut paths = Vec::new();
+    for name in entries("/") {
+        if name != "dev" {
+            paths.push(Path::new("/").join(name));
+        }
+    }
+    for name in entries("/dev") {
+        if !name.to_str().is_some_and(is_terminal_device) {
+            paths.push(Path::new("/dev").join(name));
+        }
+    }
+    paths
 }
 
 /// Makes `paths` read-only to this process and all it starts: a mount
@@ -487,6 +535,45 @@ mod tests {
             return;
         };
         assert_eq!(results, [Err(ErrorKind::PermissionDenied); 2]);
+    }
+
+    #[test]
+    fn terminals_cannot_be_read_and_everything_else_can() {
+        let Some(results) = confined(SandboxPolicy::new(vec![], vec![]).unwrap(), || {
+            let open = |path: &str| std::fs::File::open(path).map(drop).map_err(|e| e.kind());
+            let ptys: Vec<_> = std::fs::read_dir("/dev/pts")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| open(&entry.path().to_string_lossy()))
+                .collect();
+            (
+                [
+                    open("/dev/tty"),
+                    open("/dev/urandom"),
+                    open("/etc/passwd"),
+                    open("/proc/self/status"),
+                ],
+                std::fs::read_dir("/dev/pts")
+                    .map(drop)
+                    .map_err(|e| e.kind()),
+                ptys,
+            )
+        }) else {
+            return;
+        };
+        let (files, listing, ptys) = results;
+        assert_eq!(
+            files,
+            [Err(ErrorKind::PermissionDenied), Ok(()), Ok(()), Ok(())]
+        );
+        assert_eq!(listing, Ok(()), "folders can still be listed");
+        assert!(
+            ptys.iter().all(|r| *r == Err(ErrorKind::PermissionDenied)),
+            "{ptys:?}"
+        );
+        assert!(is_terminal_device("tty7") && is_terminal_device("pts"));
+        assert!(!is_terminal_device("null") && !is_terminal_device("shm"));
     }
 
     #[test]
