@@ -2,8 +2,9 @@
 //!
 //! A [`SandboxPolicy`] says where a command may write (the writable roots,
 //! a private temporary folder and the usual devices) and whether it may
-//! reach the network. Everything else stays readable and executable, so
-//! compilers and interpreters work; read-only roots get no write right.
+//! reach the network. Everything else but the terminals stays readable and
+//! executable, so compilers and interpreters work; read-only roots get no
+//! write right.
 //!
 //! The policy travels to the command's launcher as arguments
 //! ([`SandboxPolicy::to_args`] / [`SandboxPolicy::take_args`]); the
