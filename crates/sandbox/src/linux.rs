@@ -226,14 +226,18 @@ fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
     for path in paths {
         // Recursive, because a user namespace may not bind a folder
         // without the mounts beneath it.
-        mount(
+        match mount(
             Some(path),
             path,
             None::<&str>,
             MsFlags::MS_BIND | MsFlags::MS_REC,
             None::<&str>,
-        )
-        .map_err(|err| failed(path, "cannot bind it", &err))?;
+        ) {
+            Ok(()) => {}
+            // Gone since it was found: nothing left to protect.
+            Err(nix::errno::Errno::ENOENT) => continue,
+            Err(err) => return Err(failed(path, "cannot bind it", &err)),
+        }
         // A remount in a user namespace must keep the flags the system
         // locked on the mount (nosuid, nodev, noexec, atime).
         let kept = statvfs(path)

@@ -39,7 +39,14 @@ pub(crate) fn protected_paths(policy: &SandboxPolicy) -> Vec<PathBuf> {
             found.push(real);
         }
     }
-    found.retain(|path| policy.writable().iter().any(|w| path.starts_with(w)));
+    // The writable paths are canonical when the server made them; as given
+    // otherwise, so both spellings count.
+    let writable: Vec<PathBuf> = policy
+        .writable()
+        .iter()
+        .flat_map(|w| [w.clone(), fs::canonicalize(w).unwrap_or_else(|_| w.clone())])
+        .collect();
+    found.retain(|path| writable.iter().any(|w| path.starts_with(w)));
     found.sort();
     found.dedup();
     // A path beneath one already protected is read-only through it.
@@ -142,6 +149,19 @@ mod tests {
         // Something that is not a git file names nothing.
         fs::write(wt.join(".git"), vec![b'x'; 10_000]).unwrap();
         assert_eq!(protected_paths(&policy(&[&wt])), [wt.join(".git")]);
+    }
+
+    #[test]
+    fn a_root_given_through_a_link_still_has_its_folder_found() {
+        let outer = tempfile::tempdir().unwrap();
+        let outer = fs::canonicalize(outer.path()).unwrap();
+        let real = outer.join("real");
+        fs::create_dir_all(real.join(".git")).unwrap();
+        std::os::unix::fs::symlink(&real, outer.join("alias")).unwrap();
+        assert_eq!(
+            protected_paths(&policy(&[&outer.join("alias")])),
+            [real.join(".git")]
+        );
     }
 
     #[test]
