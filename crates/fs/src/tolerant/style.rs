@@ -91,8 +91,8 @@ fn token_name(token: &str) -> String {
 
 /// Where an ASCII stand-in stands, for the ones a file writes in more than
 /// one way: a file that writes quotes curly writes an opening one and a
-/// closing one differently, and a hyphen joining a word stays a hyphen in
-/// a file that writes a dash between words.
+/// closing one differently, and a hyphen joining a word (or a list bullet)
+/// stays a hyphen in a file that writes a dash between words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     /// A straight quote at the start of the text, or after whitespace, an
@@ -103,6 +103,9 @@ enum Place {
     Closing,
     /// A hyphen-minus between two letters.
     InWord,
+    /// A hyphen-minus starting a line's text: a list bullet, an option, a
+    /// minus sign.
+    Leading,
     /// A hyphen-minus anywhere else.
     Apart,
 }
@@ -124,13 +127,11 @@ fn place_of(token: &str, prev: Option<char>, next: Option<char>) -> Option<Place
             }
             Some(_) => Place::Closing,
         }),
-        "-" => Some(
-            if prev.is_some_and(char::is_alphabetic) && next.is_some_and(char::is_alphabetic) {
-                Place::InWord
-            } else {
-                Place::Apart
-            },
-        ),
+        "-" => Some(match prev {
+            None => Place::Leading,
+            Some(p) if p.is_alphabetic() && next.is_some_and(char::is_alphabetic) => Place::InWord,
+            Some(_) => Place::Apart,
+        }),
         _ => None,
     }
 }
@@ -262,7 +263,14 @@ impl Style {
                         // alignment, not a convention.
                         if !both_space || !(os.is_ascii() && fs.is_ascii()) {
                             let at = o.spans[start] as usize;
-                            let prev = old[..at].chars().next_back();
+                            // Places are read in the line's text, without
+                            // its indentation (as new_string's are).
+                            let before = &old[..at];
+                            let prev = if before.trim().is_empty() {
+                                None
+                            } else {
+                                before.chars().next_back()
+                            };
                             let next = old[at + os.len()..].chars().next();
                             seen.push(Seen {
                                 from: os.to_string(),
@@ -501,6 +509,15 @@ mod tests {
         assert_eq!(
             written("fast - safe", "fast \u{2014} safe", "fast - non-blocking"),
             "fast \u{2014} non-blocking"
+        );
+        // A list bullet is a hyphen of its own.
+        assert_eq!(
+            written(
+                "- fast - safe",
+                "- fast \u{2014} safe",
+                "- fast - non-blocking"
+            ),
+            "- fast \u{2014} non-blocking"
         );
         assert_eq!(
             written("wait...", "wait\u{2026}", "wait... and see..."),
