@@ -19,6 +19,11 @@
 //! refused with the regions that matched or came close, so the caller can
 //! fix the call.
 //!
+//! new_string is written in the file's own conventions: re-indented to the
+//! file's unit and depth, with its line endings, and (see [`restyle`]) with
+//! the quotes, dashes, odd spaces and Unicode form the matched region
+//! writes where old_string wrote them otherwise.
+//!
 //! ```
 //! use agent_tools_fs::tolerant::{Verdict, locate};
 //!
