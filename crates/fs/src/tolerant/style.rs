@@ -202,11 +202,31 @@ pub struct Style {
     form: Option<Form>,
 }
 
-/// One character of old_string seen standing for another of the file.
+/// A character of old_string (at a place) seen standing for others of the
+/// file: how many times, and for which one (`None` once it stood for two
+/// different ones).
 struct Seen {
     from: String,
     place: Option<Place>,
-    to: String,
+    to: Option<String>,
+    times: usize,
+}
+
+fn record(seen: &mut Vec<Seen>, from: &str, place: Option<Place>, to: &str) {
+    match seen.iter_mut().find(|s| s.from == from && s.place == place) {
+        Some(s) => {
+            s.times += 1;
+            if s.to.as_deref() != Some(to) {
+                s.to = None;
+            }
+        }
+        None => seen.push(Seen {
+            from: from.to_string(),
+            place,
+            to: Some(to.to_string()),
+            times: 1,
+        }),
+    }
 }
 
 impl Style {
@@ -256,60 +276,62 @@ impl Style {
                             to_nfc = true;
                         }
                     } else if is_mark(os) && is_mark(fs) {
-                        let both_space = os.chars().all(char::is_whitespace)
-                            && fs.chars().all(char::is_whitespace);
-                        // Spaces count only where one side is an odd one
-                        // (a no-break space): runs of plain spaces are
-                        // alignment, not a convention.
-                        if !both_space || !(os.is_ascii() && fs.is_ascii()) {
-                            let at = o.spans[start] as usize;
-                            // Places are read in the line's text, without
-                            // its indentation (as new_string's are).
-                            let before = &old[..at];
-                            let prev = if before.trim().is_empty() {
-                                None
-                            } else {
-                                before.chars().next_back()
-                            };
-                            let next = old[at + os.len()..].chars().next();
-                            seen.push(Seen {
-                                from: os.to_string(),
-                                place: place_of(os, prev, next),
-                                to: fs.to_string(),
-                            });
-                        }
+                        // Two different single spaces: one is an odd one.
+                        // Runs of plain spaces, and tabs, are alignment,
+                        // not a convention: never marks.
+                        let at = o.spans[start] as usize;
+                        // Places are read in the line's text, without its
+                        // indentation (as new_string's are).
+                        let before = &old[..at];
+                        let prev = if before.trim().is_empty() {
+                            None
+                        } else {
+                            before.chars().next_back()
+                        };
+                        let next = old[at + os.len()..].chars().next();
+                        record(&mut seen, os, place_of(os, prev, next), fs);
                     }
                 }
                 start = end;
             }
         }
 
-        let count = |from: &str, place: Option<Place>| {
-            olds.iter()
-                .flat_map(|old| tokens(old.trim()))
-                .filter(|&(token, at)| token == from && at == place)
-                .count()
-        };
-        let mut rules: Vec<Rule> = Vec::new();
-        let mut decided: Vec<(&str, Option<Place>)> = Vec::new();
-        for s in &seen {
-            if decided.contains(&(s.from.as_str(), s.place)) {
+        if seen.is_empty() && !to_nfc && !to_nfd {
+            return Style::default();
+        }
+        // How often old_string has each character that may be written
+        // another way (a handful of kinds), in one pass.
+        let mut counts: Vec<(&str, Option<Place>, usize)> = Vec::new();
+        for (token, place) in olds.iter().flat_map(|old| tokens(old.trim())) {
+            if !is_mark(token) {
                 continue;
             }
-            decided.push((s.from.as_str(), s.place));
-            let same: Vec<&Seen> = seen
-                .iter()
-                .filter(|t| t.from == s.from && t.place == s.place)
-                .collect();
-            // One way of writing it, and every occurrence written so.
-            if same.iter().all(|t| t.to == s.to) && same.len() == count(&s.from, s.place) {
-                rules.push(Rule {
-                    from: s.from.clone(),
-                    place: s.place,
-                    to: s.to.clone(),
-                });
+            match counts
+                .iter_mut()
+                .find(|(t, p, _)| *t == token && *p == place)
+            {
+                Some((_, _, n)) => *n += 1,
+                None => counts.push((token, place, 1)),
             }
         }
+        let count = |from: &str, place: Option<Place>| {
+            counts
+                .iter()
+                .find(|(t, p, _)| *t == from && *p == place)
+                .map_or(0, |(_, _, n)| *n)
+        };
+        // One way of writing it, and every occurrence written so.
+        let mut rules: Vec<Rule> = seen
+            .iter()
+            .filter(|s| s.times == count(&s.from, s.place))
+            .filter_map(|s| {
+                Some(Rule {
+                    from: s.from.clone(),
+                    place: s.place,
+                    to: s.to.clone()?,
+                })
+            })
+            .collect();
         // A straight quote seen only opening (or only closing), written
         // with the English curly quote there, closes (or opens) with its
         // partner; another pair (German low quotes) is not guessed.
