@@ -13,10 +13,12 @@
 //! every one of its occurrences in the matched text stands for that same
 //! character of the file (a straight quote is taken apart by place: where
 //! it opens and where it closes, since a file writing curly quotes uses
-//! two). A character written two ways by the file's matched region, or
-//! written as itself somewhere in it, maps to nothing: the file is mixed
-//! there and either choice could be wrong, so new_string keeps it as
-//! written. Characters of new_string the match never mapped are left
+//! two; so is a hyphen-minus: inside a word, starting a line's text, or
+//! apart, since a file writing dashes between words still hyphenates words
+//! and bullets lists). A character written two ways by the file's matched
+//! region, or written as itself somewhere in it, maps to nothing: the file
+//! is mixed there and either choice could be wrong, so new_string keeps it
+//! as written. Characters of new_string the match never mapped are left
 //! alone, indentation and the whitespace at either end of a line too. A
 //! normalization form is taken over only when the region read past a
 //! difference of form and is wholly in that form itself.
