@@ -19,6 +19,11 @@
 //! refused with the regions that matched or came close, so the caller can
 //! fix the call.
 //!
+//! new_string is written in the file's own conventions: re-indented to the
+//! file's unit and depth, with its line endings, and (see [`restyle`]) with
+//! the quotes, dashes, odd spaces and Unicode form the matched region
+//! writes where old_string wrote them otherwise.
+//!
 //! ```
 //! use agent_tools_fs::tolerant::{Verdict, locate};
 //!
@@ -38,6 +43,7 @@ mod indent;
 mod lines;
 mod near;
 mod normal;
+mod style;
 
 pub use lines::count_newlines;
 pub(crate) use lines::line_numbers;
@@ -49,6 +55,8 @@ use lines::{LineTable, SplitLines};
 use near::{Inputs, Near, Sieve};
 pub(crate) use normal::is_word;
 use normal::{Loose, key_hash, loose};
+use style::Style;
+pub use style::{Form, Rewritten, restyle};
 
 /// Similarity (0 to 1) from which another region counts as a near miss: the
 /// caller may have meant it, so a tolerant match elsewhere is not used.
@@ -95,10 +103,14 @@ pub struct Match {
     /// not), or a span inside one line.
     pub range: Range<usize>,
     /// new_string as written into the file: re-indented to the file's unit
-    /// and depth, with the file's line ending.
+    /// and depth, with the file's line ending, its quotes, dashes, odd
+    /// spaces and Unicode form written as the file writes them.
     pub replacement: String,
     /// What differed between old_string and the file, in words.
     pub tolerated: Vec<String>,
+    /// What of new_string was written the file's way rather than as given
+    /// (empty when nothing was).
+    pub rewritten: Vec<Rewritten>,
     /// The matched lines as they were.
     pub before: String,
     /// The same lines once replaced.
@@ -541,17 +553,19 @@ fn edge(
     }
 }
 
-/// new_string's lines as they go into the file. Lines the caller left as
-/// they were in old_string are the file's own lines, byte for byte (so its
-/// typographic characters, its Unicode form and its trailing whitespace
-/// survive); the others are re-indented to the file's depth and unit.
 /// new_string's lines as written into the file, each with the index of the
 /// old_string line it repeats unchanged (`None` for a line that changed).
+/// Lines the caller left as they were in old_string are the file's own
+/// lines, byte for byte (so its typographic characters, its Unicode form
+/// and its trailing whitespace survive); the others are written in the
+/// file's `style` (what changed so goes to `notes`) and re-indented to the
+/// file's depth and unit.
 fn new_text(
     query: &Query<'_>,
     map: &IndentMap,
     file: &[&str],
     skip: usize,
+    (style, notes): (&Style, &mut Vec<Rewritten>),
 ) -> Vec<(String, Option<usize>)> {
     use similar::{Algorithm, DiffOp, capture_diff_slices};
     let old = query.old_lines;
@@ -596,18 +610,20 @@ fn new_text(
         .zip(beside)
         .enumerate()
         .map(|(j, (line, (i, same)))| {
-            let text = if same {
-                file[i].to_string()
-            } else if j < skip {
-                (*line).to_string()
+            if same {
+                return (file[i].to_string(), Some(i));
+            }
+            let line = style.write(line, notes);
+            let text = if j < skip {
+                line
             } else if map.flat && !line.trim().is_empty() {
                 let mut out = indent::indent_of(file[i]).to_string();
-                out.push_str(line);
+                out.push_str(&line);
                 out
             } else {
-                map.apply(line)
+                map.apply(&line)
             };
-            (text, same.then_some(i))
+            (text, None)
         })
         .collect()
 }
@@ -664,7 +680,16 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
         .collect();
     // A line kept unchanged keeps the line break the file gives it (a file
     // may mix endings); other lines get the file's ending.
-    let lines = new_text(query, &map, &compared, skip);
+    // How the file writes the characters old_string was read past.
+    let style = Style::observe(
+        query
+            .old_lines
+            .iter()
+            .copied()
+            .zip(compared.iter().copied()),
+    );
+    let mut rewritten = Vec::new();
+    let lines = new_text(query, &map, &compared, skip, (&style, &mut rewritten));
     let mut replacement = String::new();
     for (j, (text, _)) in lines.iter().enumerate() {
         if j > 0 {
@@ -721,6 +746,7 @@ fn line_match(file: &File<'_>, query: &Query<'_>, first: usize) -> Option<Match>
         range: start..end,
         replacement,
         tolerated,
+        rewritten,
         before,
         after,
     })
@@ -778,8 +804,11 @@ fn span_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
                 } else {
                     reading.end as usize
                 };
-            let mut tolerated =
-                explain::differences(&[query.old.trim()], &[&file.text[byte_start..byte_end]], 0);
+            let matched = &file.text[byte_start..byte_end];
+            let mut tolerated = explain::differences(&[query.old.trim()], &[matched], 0);
+            let mut rewritten = Vec::new();
+            let replacement =
+                Style::observe([(query.old.trim(), matched)]).write(new, &mut rewritten);
             if tolerated.is_empty() {
                 tolerated.push("whitespace differs".to_string());
             }
@@ -793,7 +822,7 @@ fn span_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
             let after = format!(
                 "{}{}{}",
                 &file.text[lead..byte_start],
-                new,
+                replacement,
                 &file.text[byte_end..tail]
             );
             found.push(Match {
@@ -802,8 +831,9 @@ fn span_matches(file: &File<'_>, query: &Query<'_>) -> (Vec<Match>, usize) {
                     last: index + 1,
                 },
                 range: byte_start..byte_end,
-                replacement: new.to_string(),
+                replacement,
                 tolerated,
+                rewritten,
                 before,
                 after,
             });

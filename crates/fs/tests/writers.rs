@@ -466,7 +466,8 @@ const CASES: &[Case] = &[
         file: "msg = \u{201C}don\u{2019}t panic\u{201D} \u{2014} ok\u{2026}\nnext\nend\n",
         old: "msg = \"don't panic\" - ok...\nnext",
         new: "msg = \"calm\"\nnext",
-        expected: "msg = \"calm\"\nnext\nend\n",
+        // The file's curly quotes, as old_string's straight ones stood for.
+        expected: "msg = \u{201C}calm\u{201D}\nnext\nend\n",
         tolerant: true,
     },
 ];
@@ -713,8 +714,17 @@ fn collapsed_whitespace_no_longer_glues_lines() {
     let msg = fx
         .edit("b.py", "    msg = \"hi\"", "    msg = \"bye\"")
         .unwrap();
-    assert_eq!(fx.get("b.py"), b"a = 1\n    msg = \"bye\"\n");
+    // new_string's straight quotes are written curly, as the file writes
+    // the ones old_string's stood for.
+    assert_eq!(
+        String::from_utf8(fx.get("b.py")).unwrap(),
+        "a = 1\n    msg = \u{201C}bye\u{201D}\n"
+    );
     assert!(msg.contains("U+201C left double quotation mark"), "{msg}");
+    assert!(
+        msg.contains("new_string was written as the file writes it: straight double quote as U+201C left double quotation mark, straight double quote as U+201D right double quotation mark"),
+        "{msg}"
+    );
     insta::assert_snapshot!("tolerant_typographic_success", msg);
 }
 

@@ -4,6 +4,7 @@
 
 use agent_tools::{CallContext, ErrorCode, Services, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
+use agent_tools_fs::tolerant::restyle;
 use agent_tools_fs::{Seen, Snapshot, closest_regions_note, splice_all};
 use agent_tools_text::LineEnding;
 use memchr::memmem;
@@ -279,7 +280,8 @@ struct Found {
 
 /// old_string as it occurs in `text`: exactly; else with the file's CRLF
 /// line breaks; else with curly quotes read as straight ones (new_string
-/// then takes the file's curly style). Nothing looser.
+/// then takes the file's quote style, curly or straight, as the engine's
+/// tolerant edits do). Nothing looser.
 fn find_actual(text: &str, old: &str, new: &str) -> Option<Found> {
     let position = |needle: &str| memmem::find(text.as_bytes(), needle.as_bytes());
     let mut tries = vec![(old.to_owned(), new.to_owned())];
@@ -298,7 +300,7 @@ fn find_actual(text: &str, old: &str, new: &str) -> Option<Found> {
     }
     for (old, new) in &tries {
         if let Some(actual) = find_with_straight_quotes(text, old) {
-            let new = curly_like(new, &actual);
+            let (new, _) = restyle(old, &actual, new);
             let at = position(&actual)?;
             return Some(Found {
                 old: actual,
@@ -346,47 +348,6 @@ fn find_with_straight_quotes(text: &str, old: &str) -> Option<String> {
         return Some(text[from..to].to_owned());
     }
     None
-}
-
-/// `new` with its straight quotes turned curly, for the kinds of quote the
-/// matched text had curly: opening after a space, a line start or an
-/// opening bracket or dash, closing elsewhere; an apostrophe between two
-/// letters is a closing single quote.
-fn curly_like(new: &str, matched: &str) -> String {
-    let doubles = matched.contains(['\u{201C}', '\u{201D}']);
-    let singles = matched.contains(['\u{2018}', '\u{2019}']);
-    let chars: Vec<char> = new.chars().collect();
-    let opens = |index: usize| {
-        index == 0
-            || matches!(
-                chars[index - 1],
-                ' ' | '\t' | '\n' | '\r' | '(' | '[' | '{' | '\u{2014}' | '\u{2013}'
-            )
-    };
-    chars
-        .iter()
-        .enumerate()
-        .map(|(index, &ch)| match ch {
-            '"' if doubles => {
-                if opens(index) {
-                    '\u{201C}'
-                } else {
-                    '\u{201D}'
-                }
-            }
-            '\'' if singles => {
-                let between_letters = index > 0
-                    && chars[index - 1].is_alphabetic()
-                    && chars.get(index + 1).is_some_and(|c| c.is_alphabetic());
-                if between_letters || !opens(index) {
-                    '\u{2019}'
-                } else {
-                    '\u{2018}'
-                }
-            }
-            other => other,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -439,6 +400,22 @@ mod tests {
         assert_eq!(
             out,
             "She said \u{201C}hello\u{201D} and it\u{2019}s \u{2018}really\u{2019} fine.\n"
+        );
+        // Curly quotes of the caller where the file has straight ones are
+        // written straight: the file's style, not the caller's.
+        let code = "parser.add_argument(\"--dry-run\", action=\"store_true\")\n";
+        let out = apply(
+            code,
+            &item(
+                "add_argument(\u{201C}--dry-run\u{201D}, action=\u{201C}store_true\u{201D})",
+                "add_argument(\u{201C}--dry-run\u{201D}, action=\u{201C}store_false\u{201D})",
+                false,
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "parser.add_argument(\"--dry-run\", action=\"store_false\")\n"
         );
         // Nothing looser: other characters must be exact.
         assert!(apply(text, &item("said \"Hello\"", "x", false)).is_err());

@@ -6,7 +6,7 @@ use agent_tools_text::LineEnding;
 use memchr::memmem;
 
 use super::hint;
-use crate::tolerant::{self, Candidate, Lines, Verdict};
+use crate::tolerant::{self, Candidate, Lines, Rewritten, Verdict};
 
 pub(crate) use crate::tolerant::{count_newlines, line_numbers};
 
@@ -59,6 +59,8 @@ pub(crate) fn name_lines(lines: Lines, origin: LineOrigin<'_>) -> String {
 pub(crate) struct Tolerant {
     pub lines: Lines,
     pub tolerated: Vec<String>,
+    /// What of new_string was written the file's way.
+    pub rewritten: Vec<Rewritten>,
     pub before: String,
     pub after: String,
 }
@@ -97,6 +99,17 @@ impl Outcome {
                 tolerant.lines,
                 tolerant.tolerated.join("; ")
             );
+            if !tolerant.rewritten.is_empty() {
+                out.push_str(&format!(
+                    "; new_string was written as the file writes it: {}",
+                    tolerant
+                        .rewritten
+                        .iter()
+                        .map(Rewritten::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             out.push_str("; the file's lines were, and now are:");
             push_shown(&mut out, '-', &tolerant.before);
             push_shown(&mut out, '+', &tolerant.after);
@@ -356,6 +369,7 @@ pub(crate) fn apply(
                     tolerant: Some(Tolerant {
                         lines,
                         tolerated: found.tolerated,
+                        rewritten: found.rewritten,
                         before: found.before,
                         after: found.after,
                     }),

@@ -37,6 +37,9 @@ pub(crate) struct Loose {
     /// combining marks, or whitespace run) each byte of `text` came from
     /// starts.
     pub spans: Vec<u32>,
+    /// Where the source each byte of `text` came from ends (recorded with
+    /// `spans`).
+    pub ends: Vec<u32>,
     /// Where the source of the last byte of `text` ends.
     pub end: u32,
 }
@@ -48,6 +51,7 @@ impl Loose {
     pub(crate) fn read(&mut self, line: &str, spans: bool) {
         self.text.clear();
         self.spans.clear();
+        self.ends.clear();
         self.end = 0;
         let mut pending_space: Option<(u32, u32)> = None;
         let bytes = line.as_bytes();
@@ -79,6 +83,7 @@ impl Loose {
                     self.text.push(byte as char);
                     if spans {
                         self.spans.push(span.0);
+                        self.ends.push(span.1);
                     }
                     self.end = span.1;
                 }
@@ -100,6 +105,7 @@ impl Loose {
                     if spans {
                         let added = self.text.len() - before;
                         self.spans.extend(std::iter::repeat_n(span.0, added));
+                        self.ends.extend(std::iter::repeat_n(span.1, added));
                     }
                     self.end = span.1;
                 }
@@ -115,6 +121,7 @@ impl Loose {
             self.text.push(' ');
             if spans {
                 self.spans.push(span.0);
+                self.ends.push(span.1);
             }
         }
     }
@@ -166,6 +173,7 @@ mod tests {
         out.read(line, true);
         assert_eq!(out.text, "x \u{e9}...");
         assert_eq!(out.spans, vec![1, 2, 6, 6, 9, 9, 9]);
+        assert_eq!(out.ends, vec![2, 6, 9, 9, 12, 12, 12]);
         assert_eq!(out.end, line.len() as u32);
     }
 }

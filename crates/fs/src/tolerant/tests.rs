@@ -24,12 +24,59 @@ fn typographic_level_keeps_line_breaks() {
     let text = "x = 0\n    msg = \u{201C}hi\u{201D}\ny = 1\n";
     let found = unique(text, "    msg = \"hi\"", "    msg = \"bye\"");
     assert_eq!(found.lines.to_string(), "line 2");
-    assert_eq!(found.apply(text), "x = 0\n    msg = \"bye\"\ny = 1\n");
+    // new_string's quotes are written as the file writes them.
+    assert_eq!(
+        found.apply(text),
+        "x = 0\n    msg = \u{201C}bye\u{201D}\ny = 1\n"
+    );
     assert!(
         found.tolerated.iter().any(|t| t.contains("U+201C")),
         "{:?}",
         found.tolerated
     );
+    assert_eq!(found.rewritten.len(), 2, "{:?}", found.rewritten);
+}
+
+/// Curly quotes in both old_string and new_string, against a file with
+/// straight ones: what is written parses again.
+#[test]
+fn the_callers_curly_quotes_are_written_straight_where_the_file_has_straight_ones() {
+    let text = "import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument(\"--dry-run\", action=\"store_true\")\n";
+    let found = unique(
+        text,
+        "parser.add_argument(\u{201C}--dry-run\u{201D}, action=\u{201C}store_true\u{201D})",
+        "parser.add_argument(\u{201C}--dry-run\u{201D}, action=\u{201C}store_true\u{201D}, help=\u{201C}show what would change\u{201D})",
+    );
+    assert_eq!(
+        found.apply(text),
+        "import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument(\"--dry-run\", action=\"store_true\", help=\"show what would change\")\n"
+    );
+    // The same inside a line (the span level).
+    let text = "x = f(\"a\", \"b\")  # keep\n";
+    let found = unique(
+        text,
+        "f(\u{201C}a\u{201D}, \u{201C}b\u{201D})",
+        "f(\u{201C}a\u{201D})",
+    );
+    assert_eq!(found.apply(text), "x = f(\"a\")  # keep\n");
+    assert!(!found.rewritten.is_empty());
+}
+
+/// A decomposed file stays decomposed; a line new_string keeps is the
+/// file's own.
+#[test]
+fn new_lines_take_the_files_normalization_form() {
+    let text = "# Cre\u{301}er\n\nLe cafe\u{301} est pre\u{301}t.\n";
+    let found = unique(
+        text,
+        "# Cr\u{e9}er\n\nLe caf\u{e9} est pr\u{e9}t.",
+        "# Cr\u{e9}er\n\nLe th\u{e9} est pr\u{e9}t.",
+    );
+    assert_eq!(
+        found.apply(text),
+        "# Cre\u{301}er\n\nLe the\u{301} est pre\u{301}t.\n"
+    );
+    assert_eq!(found.rewritten, vec![Rewritten::Form(Form::Nfd)]);
 }
 
 #[test]
