@@ -474,7 +474,10 @@ pub fn rename_new_between(
     };
     result.map_err(|err| {
         if err.raw_os_error() == Some(Errno::EXDEV as i32) {
-            return cross_device(from, to);
+            return cross_device(
+                agent_tools_confine::quote_os(from.abs().as_os_str()),
+                agent_tools_confine::quote_os(to.abs().as_os_str()),
+            );
         }
         created_meanwhile(err, to).unwrap_or_else(|err| from_workspace.io_error(&err, from))
     })?;
@@ -483,18 +486,17 @@ pub fn rename_new_between(
     Ok(())
 }
 
-/// The error for a move the kernel refused because source and destination
-/// lie on different filesystems (mounts): a rename cannot cross them, and a
-/// copy then a delete would not be one atomic step, so nothing is moved.
-pub fn cross_device(from: &ConfinedPath, to: &ConfinedPath) -> ToolError {
+/// The error for a move refused because `from` and `to` lie on different
+/// filesystems (mounts): a rename cannot cross them, and a copy then a
+/// delete would not be one atomic step, so nothing is moved. `from` and
+/// `to` are the paths as the caller shows them.
+pub fn cross_device(from: impl std::fmt::Display, to: impl std::fmt::Display) -> ToolError {
     ToolError::new(
         ErrorCode::IoError,
         format!(
-            "{} and {} are on different filesystems; a move is one rename, which cannot cross \
-             filesystems, so nothing was moved. Copy it instead (read it, write it at the \
-             destination), then delete the source",
-            agent_tools_confine::quote_os(from.abs().as_os_str()),
-            agent_tools_confine::quote_os(to.abs().as_os_str())
+            "{from} and {to} are on different filesystems; a move is one rename, which cannot \
+             cross filesystems, so nothing was moved. Copy it instead (read it, write it at the \
+             destination), then delete the source"
         ),
     )
 }

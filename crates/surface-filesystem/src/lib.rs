@@ -84,10 +84,11 @@ const MOVE_FILE: &str = "Move or rename a file or directory. Missing parent dire
 `destination` are created. An existing destination is never overwritten: the call fails \
 instead. Fails with -32002 when `source` does not exist. `source` and `destination` may lie in \
 different allowed directories (the move is one atomic rename, so it cannot cross filesystems). \
-An allowed directory itself cannot be moved.";
+An allowed directory, or a directory holding one, cannot be moved.";
 
 const DELETE_FILE: &str = "Delete a file, or a directory with everything in it. A symlink is \
-removed itself; what it points to is left alone. An allowed directory itself cannot be deleted.";
+removed itself; what it points to is left alone. An allowed directory, or a directory holding \
+one, cannot be deleted.";
 
 /// Arguments of the tools that take one path.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -486,15 +487,9 @@ fn move_file(roots: &Roots, args: MoveArgs, _: &CallContext) -> ToolResult<Strin
     if let (Ok(from_meta), Some(to_dev)) = (from_dev, to_dev)
         && DirId::of_meta(&from_meta).dev() != to_dev
     {
-        return Err(ToolError::new(
-            ErrorCode::IoError,
-            format!(
-                "{} and {} are on different filesystems; a move is one rename, which cannot \
-                 cross filesystems, so nothing was moved. Copy it instead (read it, write it at \
-                 the destination), then delete the source",
-                from_root.shown(&source),
-                to_root.shown(&destination)
-            ),
+        return Err(agent_tools_fs::cross_device(
+            from_root.shown(&source),
+            to_root.shown(&destination),
         ));
     }
     let made = create_parents(to_ws, &destination)?;

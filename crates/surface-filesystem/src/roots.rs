@@ -325,7 +325,7 @@ fn fence(roots: &[Arc<Root>]) {
 
 /// The refusal of an allowed directory as the entry a tool would remove or
 /// rename.
-pub fn root_refused(raw: &str) -> ToolError {
+fn root_refused(raw: &str) -> ToolError {
     ToolError::new(
         ErrorCode::PathEscape,
         format!("{raw}: is an allowed directory itself; it cannot be moved or deleted"),
