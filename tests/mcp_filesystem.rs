@@ -497,14 +497,18 @@ fn several_roots_each_keep_their_access() {
     );
     assert_eq!(code, -32001, "{message}");
     assert!(message.contains(&p(&frozen)), "{message}");
-    // A move between two roots is refused and moves nothing.
-    let (code, message) = rpc_error(
+    // A move between two writable roots is one rename between their
+    // handles.
+    ok(
         &mut client,
         "move_file",
         json!({"source": p(&first.join("rel.txt")), "destination": p(&second.join("rel.txt"))}),
     );
-    assert_eq!(code, -32602, "{message}");
-    assert!(first.join("rel.txt").exists() && !second.join("rel.txt").exists());
+    assert!(!first.join("rel.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(second.join("rel.txt")).unwrap(),
+        "r"
+    );
 }
 
 #[test]
@@ -525,6 +529,246 @@ fn a_read_only_root_nested_in_a_writable_one_stays_read_only() {
         "write_file",
         json!({"path": p(&root.join("x.txt")), "content": "x"}),
     );
+}
+
+/// The layout of the review's C2: `A` writable, `A/ro` read-only (holding
+/// `keep.txt`), `A/link -> ro`, and a second read-only root deeper down,
+/// `A/vendor/lib`, under a plain directory of `A`. Answers the sandbox,
+/// `A`, and the server started on them.
+fn nested_read_only() -> (tempfile::TempDir, std::path::PathBuf, McpClient) {
+    let (outer, root) = sandbox();
+    let ro = root.join("ro");
+    let lib = root.join("vendor/lib");
+    std::fs::create_dir_all(&ro).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(ro.join("keep.txt"), "orig\n").unwrap();
+    std::fs::write(lib.join("lib.rs"), "pub fn f() {}\n").unwrap();
+    std::os::unix::fs::symlink("ro", root.join("link")).unwrap();
+    std::fs::write(root.join("mine.txt"), "mine\n").unwrap();
+    let client = filesystem(
+        &root,
+        &["--read-only-root", &p(&ro), "--read-only-root", &p(&lib)],
+    );
+    (outer, root, client)
+}
+
+#[test]
+fn c2_no_spelling_writes_into_a_nested_read_only_root() {
+    let (outer, a, mut client) = nested_read_only();
+    let ro = a.join("ro");
+    let before = tree::snapshot(outer.path());
+    let abs = |rest: &str| format!("{}/{rest}", p(&a));
+    let edit = json!([{"oldText": "orig", "newText": "EDITED"}]);
+    let attempts = [
+        // The control: the read-only root's own path.
+        (
+            "write_file",
+            json!({"path": p(&ro.join("new.txt")), "content": "x"}),
+        ),
+        // The review's nine.
+        ("write_file", json!({"path": "ro/new.txt", "content": "x"})),
+        (
+            "write_file",
+            json!({"path": abs("ro/../ro/n2.txt"), "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": abs("link/n3.txt"), "content": "x"}),
+        ),
+        ("edit_file", json!({"path": "ro/keep.txt", "edits": edit})),
+        ("create_directory", json!({"path": "ro/newdir"})),
+        (
+            "move_file",
+            json!({"source": abs("link/keep.txt"), "destination": abs("stolen.txt")}),
+        ),
+        ("delete_file", json!({"path": abs("ro")})),
+        ("move_file", json!({"source": "ro", "destination": "moved"})),
+        // More spellings of the same places.
+        (
+            "edit_file",
+            json!({"path": abs("link/keep.txt"), "edits": edit}),
+        ),
+        (
+            "write_file",
+            json!({"path": abs("missing/../link/n4.txt"), "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "link/sub/n5.txt", "content": "x"}),
+        ),
+        ("create_directory", json!({"path": abs("link/d1/d2")})),
+        ("delete_file", json!({"path": abs("link/keep.txt")})),
+        ("delete_file", json!({"path": "ro/../ro"})),
+        ("delete_file", json!({"path": abs("link/..")})),
+        (
+            "move_file",
+            json!({"source": abs("mine.txt"), "destination": abs("link/mine.txt")}),
+        ),
+        (
+            "move_file",
+            json!({"source": abs("ro/."), "destination": abs("moved")}),
+        ),
+        // A directory holding a read-only root is not removed or moved.
+        ("delete_file", json!({"path": abs("vendor")})),
+        (
+            "move_file",
+            json!({"source": "vendor", "destination": "elsewhere"}),
+        ),
+        // Nor is the writable root itself, however named.
+        ("delete_file", json!({"path": p(&a)})),
+        ("delete_file", json!({"path": abs("ro/..")})),
+        (
+            "move_file",
+            json!({"source": abs("link/.."), "destination": abs("x")}),
+        ),
+    ];
+    for (tool, args) in attempts {
+        let (code, message) = rpc_error(&mut client, tool, args.clone());
+        assert_eq!(code, -32001, "{tool} {args}: {message}");
+        assert_eq!(
+            tree::snapshot(outer.path()),
+            before,
+            "{tool} {args} changed the tree"
+        );
+    }
+    // Reads still reach the read-only root by every spelling, and the
+    // writable root is still written.
+    for spelling in [
+        abs("ro/keep.txt"),
+        abs("link/keep.txt"),
+        "ro/keep.txt".into(),
+    ] {
+        assert_eq!(
+            ok(&mut client, "read_file", json!({"path": spelling})),
+            ["orig\n"]
+        );
+    }
+    ok(
+        &mut client,
+        "write_file",
+        json!({"path": abs("ro/../free.txt"), "content": "free"}),
+    );
+    assert_eq!(std::fs::read_to_string(a.join("free.txt")).unwrap(), "free");
+    // A link to the read-only root is an entry of the writable one: it is
+    // moved or removed itself, and the root stays.
+    ok(
+        &mut client,
+        "move_file",
+        json!({"source": abs("link"), "destination": abs("link2")}),
+    );
+    ok(&mut client, "delete_file", json!({"path": abs("link2")}));
+    assert_eq!(
+        std::fs::read_to_string(ro.join("keep.txt")).unwrap(),
+        "orig\n"
+    );
+}
+
+#[test]
+fn move_file_between_two_writable_roots_is_one_rename() {
+    let (outer, first) = sandbox();
+    let second = outer.path().join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::create_dir_all(first.join("tree/inner")).unwrap();
+    std::fs::write(first.join("tree/inner/f.txt"), "f").unwrap();
+    std::fs::write(first.join("a.txt"), "A").unwrap();
+    std::fs::write(second.join("taken.txt"), "T").unwrap();
+    let mut client = filesystem(&first, &["--root", &p(&second)]);
+    // A file, into parents that are made.
+    assert_eq!(
+        ok(
+            &mut client,
+            "move_file",
+            json!({"source": p(&first.join("a.txt")), "destination": p(&second.join("new/dir/a.txt"))}),
+        ),
+        [format!(
+            "Successfully moved {} to {}",
+            p(&first.join("a.txt")),
+            p(&second.join("new/dir/a.txt"))
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(second.join("new/dir/a.txt")).unwrap(),
+        "A"
+    );
+    assert!(!first.join("a.txt").exists());
+    // A directory with everything in it, and back again.
+    ok(
+        &mut client,
+        "move_file",
+        json!({"source": p(&first.join("tree")), "destination": p(&second.join("tree"))}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(second.join("tree/inner/f.txt")).unwrap(),
+        "f"
+    );
+    ok(
+        &mut client,
+        "move_file",
+        json!({"source": "/".to_owned() + &p(&second.join("tree"))[1..], "destination": "tree"}),
+    );
+    assert!(first.join("tree/inner/f.txt").exists());
+    // Never over an existing entry of the other root.
+    std::fs::write(first.join("b.txt"), "B").unwrap();
+    let before = tree::snapshot(outer.path());
+    let (code, message) = rpc_error(
+        &mut client,
+        "move_file",
+        json!({"source": p(&first.join("b.txt")), "destination": p(&second.join("taken.txt"))}),
+    );
+    assert_eq!(code, -32603, "{message}");
+    assert_eq!(tree::snapshot(outer.path()), before);
+    // Neither root can be moved into the other.
+    let (code, message) = rpc_error(
+        &mut client,
+        "move_file",
+        json!({"source": p(&second), "destination": p(&first.join("second"))}),
+    );
+    assert_eq!(code, -32001, "{message}");
+    assert_eq!(tree::snapshot(outer.path()), before);
+}
+
+#[test]
+fn move_file_across_filesystems_is_refused_and_changes_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let (outer, first) = sandbox();
+    let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skipped: no /dev/shm for a second filesystem");
+        return;
+    };
+    let dev = |path: &Path| std::fs::metadata(path).unwrap().dev();
+    if dev(&first) == dev(shm.path()) {
+        eprintln!("skipped: /dev/shm and the temporary directory are one filesystem");
+        return;
+    }
+    std::fs::write(first.join("f.txt"), "f").unwrap();
+    std::fs::create_dir(first.join("d")).unwrap();
+    std::fs::write(first.join("d/g.txt"), "g").unwrap();
+    let mut client = filesystem(&first, &["--root", &p(shm.path())]);
+    let before = (tree::snapshot(outer.path()), tree::snapshot(shm.path()));
+    for (source, destination) in [
+        (first.join("f.txt"), shm.path().join("f.txt")),
+        (first.join("d"), shm.path().join("new/parents/d")),
+        (shm.path().join("new"), first.join("new")),
+    ] {
+        let (code, message) = rpc_error(
+            &mut client,
+            "move_file",
+            json!({"source": p(&source), "destination": p(&destination)}),
+        );
+        if source.starts_with(shm.path()) {
+            // The source is missing: that is said first.
+            assert_eq!(code, -32002, "{message}");
+            continue;
+        }
+        assert_eq!(code, -32603, "{message}");
+        assert!(message.contains("different filesystems"), "{message}");
+        assert!(message.contains("nothing was moved"), "{message}");
+        assert_eq!(
+            (tree::snapshot(outer.path()), tree::snapshot(shm.path())),
+            before,
+            "nothing changed, no parent made"
+        );
+    }
 }
 
 /// The whole result of a call that must succeed.

@@ -44,11 +44,15 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use nix::errno::Errno;
+
+mod fence;
+pub use fence::{DirId, Fence, MAX_CLIMB, first_met};
 
 /// Whether paths are kept inside the root. Turning confinement off is an
 /// explicit choice; there is no default.
@@ -144,6 +148,11 @@ pub struct Workspace {
     base: Dir,
     base_path: PathBuf,
     confinement: Confinement,
+    /// The root directory's identity, taken from the handle when it opened.
+    root_id: DirId,
+    /// Directories beneath the root that nothing is written through this
+    /// workspace in (see [`Workspace::fence_off`]); set once.
+    fences: OnceLock<Vec<Fence>>,
 }
 
 /// How many symlinks one resolution may follow before giving up (as Linux does).
@@ -180,12 +189,20 @@ impl Workspace {
             .ok()
             .map(|abs| lexical_normal(&abs))
             .filter(|abs| *abs != root);
+        // Confined, the handle is the root: its identity is exactly the
+        // directory every path is opened beneath.
+        let root_id = match confinement {
+            Confinement::Confined => DirId::of(&base).unwrap_or_else(|_| DirId::of_std(&meta)),
+            Confinement::Unconfined => DirId::of_std(&meta),
+        };
         Ok(Workspace {
             root,
             given_root,
             base,
             base_path,
             confinement,
+            root_id,
+            fences: OnceLock::new(),
         })
     }
 
@@ -212,6 +229,64 @@ impl Workspace {
     /// Whether paths are confined.
     pub fn confinement(&self) -> Confinement {
         self.confinement
+    }
+
+    /// The root directory's identity (device and inode).
+    pub fn root_id(&self) -> DirId {
+        self.root_id
+    }
+
+    /// Marks directories beneath the root that nothing may be written in
+    /// through this workspace: every directory a write opens to create,
+    /// replace, rename or remove an entry in ([`open_parent`],
+    /// [`open_dir_to_write`], [`create_dir_all`]) is walked up from its
+    /// handle, and one that lies in a fenced directory before the root is
+    /// met is refused (`path_escape`), however the path was spelled and
+    /// whatever was swapped in after it was resolved. Set once, right
+    /// after opening; a second call changes nothing and gives the fences
+    /// back. Without fences no walk is made.
+    ///
+    /// [`open_parent`]: Self::open_parent
+    /// [`open_dir_to_write`]: Self::open_dir_to_write
+    /// [`create_dir_all`]: Self::create_dir_all
+    pub fn fence_off(&self, fences: Vec<Fence>) -> Result<(), Vec<Fence>> {
+        self.fences.set(fences)
+    }
+
+    /// The fences set by [`fence_off`](Self::fence_off) (none by default).
+    pub fn fences(&self) -> &[Fence] {
+        self.fences.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// The entry `name` of the directory `parent` (already resolved), the
+    /// name taken as it is: a symlink there is the entry itself, not what
+    /// it points to. For tools that act on an entry (delete, move, rename).
+    /// `name` must be one plain name (no `/`, not `.` or `..`).
+    pub fn entry(&self, parent: &ConfinedPath, name: &std::ffi::OsStr) -> ToolResult<ConfinedPath> {
+        let mut components = Path::new(name).components();
+        match (components.next(), components.next()) {
+            (Some(Component::Normal(only)), None) if only == name => {}
+            _ => {
+                return Err(ToolError::invalid_input(format!(
+                    "{}: not a plain name of an entry",
+                    quote_os(name)
+                )));
+            }
+        }
+        Ok(self.confined_from_rel(parent.rel.join(name)))
+    }
+
+    /// `path`, resolved by another workspace, as a path of this one, when
+    /// its resolved location lies under this root. Nothing is looked up
+    /// again: the location is already free of `..` and of the symlinks
+    /// seen when it was resolved, and every open beneath this root's handle
+    /// checks the rest.
+    pub fn adopt(&self, path: &ConfinedPath) -> Option<ConfinedPath> {
+        path.abs.strip_prefix(&self.root).ok()?;
+        let rel = path.abs.strip_prefix(&self.base_path).ok()?.to_path_buf();
+        let mut adopted = self.confined_from_rel(rel);
+        adopted.names_directory = path.names_directory;
+        Some(adopted)
     }
 
     /// The directory handle every [`ConfinedPath::rel`] is relative to: the
@@ -327,7 +402,11 @@ impl Workspace {
         }
 
         let mut resolved: Vec<OsString> = Vec::new();
-        let mut missing = false;
+        // How many components `resolved` held when one was found missing:
+        // what follows is judged by name only, until `..` climbs back above
+        // the missing one (then the walk looks at the disk again, so
+        // `missing/../link` follows `link` as any other spelling would).
+        let mut missing_at: Option<usize> = None;
         // Whether the last resolved component exists and is not a directory:
         // `..` after it is ENOTDIR in POSIX, not a lexical step back.
         let mut last_is_non_dir = false;
@@ -347,13 +426,16 @@ impl Workspace {
                 if resolved.pop().is_none() {
                     return Err(escape(input, "climbs above the workspace root with `..`"));
                 }
+                if missing_at.is_some_and(|at| resolved.len() < at) {
+                    missing_at = None;
+                }
                 continue;
             }
             if part == "." {
                 continue;
             }
             resolved.push(part);
-            if missing {
+            if missing_at.is_some() {
                 continue;
             }
             let here = self.base_path.join(resolved.iter().collect::<PathBuf>());
@@ -362,7 +444,7 @@ impl Workspace {
                 Err(_) => {
                     // Missing (or under a file): the rest is judged by name only;
                     // the open itself will report not_found / not_a_file.
-                    missing = true;
+                    missing_at = Some(resolved.len());
                     continue;
                 }
             };
@@ -505,9 +587,117 @@ impl Workspace {
             .map_err(|err| self.io_error(&err, path))
     }
 
+    /// Opens a directory to create, replace or remove entries in: as
+    /// [`open_dir`](Self::open_dir), then refused when the directory
+    /// opened lies in a fenced one (see [`fence_off`](Self::fence_off)).
+    pub fn open_dir_to_write(&self, path: &ConfinedPath) -> ToolResult<Dir> {
+        let dir = self.open_dir(path)?;
+        self.check_fences(&dir, path)?;
+        Ok(dir)
+    }
+
+    /// Refuses `dir` (opened for `path`) when walking up from it meets a
+    /// fenced directory before the root.
+    fn check_fences(&self, dir: &Dir, path: &ConfinedPath) -> ToolResult<()> {
+        let fences = self.fences();
+        if fences.is_empty() {
+            return Ok(());
+        }
+        let marks: Vec<DirId> = std::iter::once(self.root_id)
+            .chain(fences.iter().map(Fence::id))
+            .collect();
+        match first_met(dir, &marks) {
+            Ok(Some(0)) => Ok(()),
+            Ok(Some(index)) => Err(ToolError::new(
+                ErrorCode::PathEscape,
+                format!(
+                    "{}: lies in {}, which is read-only; nothing was changed (write beneath a \
+                     read-write directory)",
+                    quote_os(path.abs.as_os_str()),
+                    fences[index - 1].label()
+                ),
+            )),
+            // Outside the root: only an unconfined workspace writes there.
+            Ok(None) if self.confinement == Confinement::Unconfined => Ok(()),
+            Ok(None) => Err(escape(
+                &path.display,
+                "is no longer inside the workspace root (a directory on the way was moved)",
+            )),
+            Err(err) => Err(self.io_error(&err, path)),
+        }
+    }
+
+    /// mkdir -p of `path`. Each missing directory is made by name in the
+    /// directory above it, which is opened beneath the handle and checked
+    /// against the fences first, so nothing is made in a fenced directory
+    /// whatever was swapped in after resolution. Answers the directories
+    /// it made, outermost first (none when all existed), so a caller whose
+    /// next step fails can take them away again
+    /// ([`remove_made_dirs`](Self::remove_made_dirs)); on its own failure
+    /// it takes them away itself. A file on the way is `not_a_file`.
+    pub fn create_dir_all(&self, path: &ConfinedPath) -> ToolResult<Vec<ConfinedPath>> {
+        let mut made = Vec::new();
+        let result = self.create_dirs_into(path, &mut made);
+        if result.is_err() {
+            self.remove_made_dirs(&made);
+            made.clear();
+        }
+        result.map(|()| made)
+    }
+
+    fn create_dirs_into(
+        &self,
+        path: &ConfinedPath,
+        made: &mut Vec<ConfinedPath>,
+    ) -> ToolResult<()> {
+        let not_a_dir = |at: &ConfinedPath| {
+            ToolError::new(
+                ErrorCode::NotAFile,
+                format!(
+                    "{}: cannot be made a directory; {} is not a directory",
+                    path.display, at.display
+                ),
+            )
+        };
+        let mut here = PathBuf::new();
+        for name in path.rel.iter() {
+            let parent = self.confined_from_rel(here.clone());
+            here.push(name);
+            let child = self.confined_from_rel(here.clone());
+            match self.base.metadata(&child.rel) {
+                Ok(meta) if meta.is_dir() => continue,
+                Ok(_) => return Err(not_a_dir(&child)),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(self.io_error(&err, &child)),
+            }
+            let dir = self.open_dir_to_write(&parent)?;
+            match dir.create_dir(name) {
+                Ok(()) => made.push(child),
+                // Made meanwhile by someone else: fine if it is a directory.
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                    if !dir.metadata(name).is_ok_and(|meta| meta.is_dir()) {
+                        return Err(not_a_dir(&child));
+                    }
+                }
+                Err(err) => return Err(self.io_error(&err, &child)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes away directories [`create_dir_all`](Self::create_dir_all)
+    /// made, innermost first, each only while it is still empty. Best
+    /// effort: what cannot be removed stays.
+    pub fn remove_made_dirs(&self, made: &[ConfinedPath]) {
+        for dir in made.iter().rev() {
+            let _ = self.base.remove_dir(&dir.rel);
+        }
+    }
+
     /// The parent directory of `path`, opened, and the final name within it.
     /// This is what a writer needs to create a temporary file beside the
-    /// target and rename it over, all beneath the handle.
+    /// target and rename it over, all beneath the handle; the directory is
+    /// checked against the fences ([`fence_off`](Self::fence_off)).
     pub fn open_parent(&self, path: &ConfinedPath) -> ToolResult<(Dir, OsString)> {
         let Some(name) = path.rel.file_name() else {
             return Err(ToolError::new(
@@ -517,7 +707,7 @@ impl Workspace {
         };
         let parent = path.rel.parent().unwrap_or(Path::new(""));
         let parent_path = self.confined_from_rel(parent.to_path_buf());
-        let dir = self.open_dir(&parent_path).map_err(|err| {
+        let dir = self.open_dir_to_write(&parent_path).map_err(|err| {
             if err.code() == ErrorCode::NotFound {
                 ToolError::new(
                     ErrorCode::NotFound,

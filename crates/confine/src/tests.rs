@@ -368,3 +368,151 @@ fn nul_in_path_is_invalid_input() {
     let (_base, ws) = setup();
     assert_eq!(code(&ws, "a\0b"), ErrorCode::InvalidInput);
 }
+
+/// A writable workspace `ws` with a directory `ro` in it fenced off, and a
+/// file in `ro`.
+fn fenced() -> (tempfile::TempDir, Workspace, PathBuf) {
+    let (base, ws) = setup();
+    let ro = ws.root().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::write(ro.join("keep.txt"), "kept").unwrap();
+    let ro_id = DirId::of_std(&std::fs::metadata(&ro).unwrap());
+    ws.fence_off(vec![Fence::new(ro_id, "the ro directory")])
+        .unwrap();
+    (base, ws, ro)
+}
+
+#[test]
+fn a_fenced_directory_is_refused_when_a_write_opens_it() {
+    let (_base, ws, ro) = fenced();
+    // Resolved while `d` was missing, then `d` becomes a link into the
+    // fenced directory: the name check saw nothing, the open does.
+    let path = ws.resolve("d/new.txt").unwrap();
+    symlink("ro", ws.root().join("d")).unwrap();
+    let err = ws.open_parent(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PathEscape, "{}", err.message());
+    assert!(
+        err.message().contains("the ro directory"),
+        "{}",
+        err.message()
+    );
+    let err = ws
+        .open_dir_to_write(&ws.resolve("ro").unwrap())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PathEscape);
+    // Deeper down, and through `..`, the same.
+    std::fs::create_dir(ro.join("sub")).unwrap();
+    assert_eq!(
+        ws.open_parent(&ws.resolve("ro/sub/x").unwrap())
+            .unwrap_err()
+            .code(),
+        ErrorCode::PathEscape
+    );
+    // The rest of the root opens as before.
+    let (_, name) = ws.open_parent(&ws.resolve("src/new.rs").unwrap()).unwrap();
+    assert_eq!(name, "new.rs");
+    assert!(ws.open_dir_to_write(&ws.root_path()).is_ok());
+    // Reads are not fenced.
+    assert!(ws.open_file(&ws.resolve("ro/keep.txt").unwrap()).is_ok());
+}
+
+#[test]
+fn without_fences_the_same_swap_opens() {
+    let (_base, ws) = setup();
+    std::fs::create_dir(ws.root().join("ro")).unwrap();
+    let path = ws.resolve("d/new.txt").unwrap();
+    symlink("ro", ws.root().join("d")).unwrap();
+    assert!(ws.open_parent(&path).is_ok());
+    assert!(ws.fences().is_empty());
+    // Fences are set once.
+    let fence = Fence::new(ws.root_id(), "x");
+    assert!(ws.fence_off(vec![fence.clone()]).is_ok());
+    assert_eq!(ws.fence_off(vec![]), Err(vec![]));
+    assert_eq!(ws.fences(), [fence]);
+}
+
+#[test]
+fn create_dir_all_makes_nothing_in_a_fenced_directory() {
+    let (_base, ws, ro) = fenced();
+    let path = ws.resolve("d/e/f").unwrap();
+    symlink("ro", ws.root().join("d")).unwrap();
+    let err = ws.create_dir_all(&path).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::PathEscape, "{}", err.message());
+    assert!(!ro.join("e").exists());
+    // Elsewhere it is mkdir -p, answering what it made, outermost first.
+    let made = ws.create_dir_all(&ws.resolve("a/b/c").unwrap()).unwrap();
+    let made: Vec<&str> = made.iter().map(ConfinedPath::display).collect();
+    assert_eq!(made, ["a", "a/b", "a/b/c"]);
+    assert!(
+        ws.create_dir_all(&ws.resolve("a/b").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    // Under a file: not_a_file.
+    let err = ws
+        .create_dir_all(&ws.resolve("src/lib.rs/x").unwrap())
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAFile, "{}", err.message());
+    // Made directories can be taken back.
+    let made = ws.create_dir_all(&ws.resolve("t/u").unwrap()).unwrap();
+    ws.remove_made_dirs(&made);
+    assert!(!ws.root().join("t").exists());
+}
+
+#[test]
+fn first_met_walks_up_to_the_nearest_mark() {
+    let (_base, ws) = setup();
+    let deep = ws.open_dir(&ws.resolve("src/deep").unwrap()).unwrap();
+    let src = DirId::of_std(&std::fs::metadata(ws.root().join("src")).unwrap());
+    assert_eq!(first_met(&deep, &[ws.root_id(), src]).unwrap(), Some(1));
+    assert_eq!(first_met(&deep, &[ws.root_id()]).unwrap(), Some(0));
+    let unrelated = DirId::of_std(&std::fs::metadata(ws.root().join("src/lib.rs")).unwrap());
+    assert_eq!(first_met(&deep, &[unrelated]).unwrap(), None);
+}
+
+#[test]
+fn a_missing_name_undone_by_dot_dot_leaves_the_rest_checked() {
+    let (base, ws) = setup();
+    symlink(base.path().join("ws_evil"), ws.root().join("out")).unwrap();
+    symlink("src", ws.root().join("in")).unwrap();
+    // `missing/..` climbs back, so `out` is a symlink like any other.
+    assert_eq!(code(&ws, "missing/../out/secret"), ErrorCode::PathEscape);
+    assert_eq!(
+        ws.resolve("missing/../in/lib.rs").unwrap().display(),
+        "src/lib.rs"
+    );
+    // Still by name below a missing one.
+    assert_eq!(
+        ws.resolve("missing/deeper/../x").unwrap().display(),
+        "missing/x"
+    );
+}
+
+#[test]
+fn an_entry_is_its_own_name_and_adopt_rebases_a_location() {
+    let (_base, ws) = setup();
+    symlink("src", ws.root().join("link")).unwrap();
+    let parent = ws.root_path();
+    let entry = ws.entry(&parent, std::ffi::OsStr::new("link")).unwrap();
+    assert_eq!(entry.display(), "link");
+    assert!(
+        ws.symlink_metadata(&entry)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    for bad in ["..", ".", "a/b", ""] {
+        assert_eq!(
+            ws.entry(&parent, std::ffi::OsStr::new(bad))
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidInput,
+            "{bad:?}"
+        );
+    }
+    let inner = Workspace::open(ws.root().join("src"), Confinement::Confined).unwrap();
+    let path = ws.resolve("link/deep/x.txt").unwrap();
+    let adopted = inner.adopt(&path).unwrap();
+    assert_eq!(adopted.display(), "deep/x.txt");
+    assert!(inner.adopt(&ws.resolve("other.txt").unwrap()).is_none());
+}

@@ -432,8 +432,24 @@ pub fn rename_new(
     to: &ConfinedPath,
     seen: Option<FileStamp>,
 ) -> ToolResult<()> {
-    let (from_dir, from_name) = workspace.open_parent(from)?;
-    let (to_dir, to_name) = workspace.open_parent(to)?;
+    rename_new_between(workspace, from, workspace, to, seen)
+}
+
+/// [`rename_new`] from a path of one workspace to a path of another (two
+/// allowed directories): each parent is opened beneath its own workspace's
+/// handle (and checked against its fences), and one `renameat2` between
+/// the two directory handles moves the entry, so the move is one atomic
+/// step as within one workspace. Across filesystems the kernel refuses
+/// (EXDEV): that is an `io_error` saying so, and nothing has moved.
+pub fn rename_new_between(
+    from_workspace: &Workspace,
+    from: &ConfinedPath,
+    to_workspace: &Workspace,
+    to: &ConfinedPath,
+    seen: Option<FileStamp>,
+) -> ToolResult<()> {
+    let (from_dir, from_name) = from_workspace.open_parent(from)?;
+    let (to_dir, to_name) = to_workspace.open_parent(to)?;
     if let Some(seen) = seen {
         check_unchanged(&from_dir, &from_name, from, Expected::Same(seen))?;
     }
@@ -457,11 +473,32 @@ pub fn rename_new(
         Err(errno) => Err(io::Error::from(errno)),
     };
     result.map_err(|err| {
-        created_meanwhile(err, to).unwrap_or_else(|err| workspace.io_error(&err, from))
+        if err.raw_os_error() == Some(Errno::EXDEV as i32) {
+            return cross_device(
+                agent_tools_confine::quote_os(from.abs().as_os_str()),
+                agent_tools_confine::quote_os(to.abs().as_os_str()),
+            );
+        }
+        created_meanwhile(err, to).unwrap_or_else(|err| from_workspace.io_error(&err, from))
     })?;
     let _ = sync_dir(&to_dir);
     let _ = sync_dir(&from_dir);
     Ok(())
+}
+
+/// The error for a move refused because `from` and `to` lie on different
+/// filesystems (mounts): a rename cannot cross them, and a copy then a
+/// delete would not be one atomic step, so nothing is moved. `from` and
+/// `to` are the paths as the caller shows them.
+pub fn cross_device(from: impl std::fmt::Display, to: impl std::fmt::Display) -> ToolError {
+    ToolError::new(
+        ErrorCode::IoError,
+        format!(
+            "{from} and {to} are on different filesystems; a move is one rename, which cannot \
+             cross filesystems, so nothing was moved. Copy it instead (read it, write it at the \
+             destination), then delete the source"
+        ),
+    )
 }
 
 /// Removes `path` only if it is still the file the caller saw.

@@ -47,8 +47,8 @@ mod write;
 pub use agent_tools_index::{IndexStats, NotServed, Status as IndexStatus, WorkspaceIndex};
 pub use args::*;
 pub use atomic::{
-    Expected, FileStamp, StagedWrite, commit_staged, open_regular, read_only, remove_seen,
-    rename_new, stage_replace, sync_all_parallel,
+    Expected, FileStamp, StagedWrite, commit_staged, cross_device, open_regular, read_only,
+    remove_seen, rename_new, rename_new_between, stage_replace, sync_all_parallel,
 };
 pub use edit::{closest_regions_note, splice_all};
 pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};

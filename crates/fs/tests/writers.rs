@@ -1179,3 +1179,68 @@ fn concurrent_writes_of_different_files() {
     }
     assert!(fx.temp_files(".").is_empty());
 }
+
+/// A workspace on `dir` (confined).
+fn workspace(dir: &Path) -> Workspace {
+    Workspace::open(dir, Confinement::Confined).unwrap()
+}
+
+#[test]
+fn rename_between_two_workspaces_is_one_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fs::create_dir_all(a.join("tree")).unwrap();
+    fs::create_dir(&b).unwrap();
+    fs::write(a.join("tree/f.txt"), "f").unwrap();
+    let (wa, wb) = (workspace(&a), workspace(&b));
+    let from = wa.resolve("tree").unwrap();
+    let to = wb.resolve("moved").unwrap();
+    agent_tools_fs::rename_new_between(&wa, &from, &wb, &to, None).unwrap();
+    assert_eq!(fs::read_to_string(b.join("moved/f.txt")).unwrap(), "f");
+    assert!(!a.join("tree").exists());
+    // Never over an existing entry.
+    fs::write(a.join("g.txt"), "g").unwrap();
+    let err = agent_tools_fs::rename_new_between(
+        &wa,
+        &wa.resolve("g.txt").unwrap(),
+        &wb,
+        &wb.resolve("moved").unwrap(),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError, "{}", err.message());
+    assert!(a.join("g.txt").exists());
+}
+
+#[test]
+fn rename_across_filesystems_is_refused_clearly_and_moves_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let here = tempfile::tempdir().unwrap();
+    let Ok(there) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skipped: no /dev/shm to move across to");
+        return;
+    };
+    let dev = |path: &Path| fs::metadata(path).unwrap().dev();
+    if dev(here.path()) == dev(there.path()) {
+        eprintln!("skipped: /dev/shm and the temporary directory are one filesystem");
+        return;
+    }
+    fs::write(here.path().join("f.txt"), "f").unwrap();
+    let (wa, wb) = (workspace(here.path()), workspace(there.path()));
+    let err = agent_tools_fs::rename_new_between(
+        &wa,
+        &wa.resolve("f.txt").unwrap(),
+        &wb,
+        &wb.resolve("f.txt").unwrap(),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::IoError);
+    assert!(
+        err.message().contains("different filesystems"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(fs::read_to_string(here.path().join("f.txt")).unwrap(), "f");
+    assert!(!there.path().join("f.txt").exists());
+}

@@ -24,13 +24,11 @@ mod shell;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
 use agent_tools::{
     AllowedRoot, CallContext, CallOutcome, Cause, Config, Content, ErrorCode, Failure, Hints,
     ProtocolError, Reply, RootAccess, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
 };
-use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_confine::{ConfinedPath, DirId, Workspace};
 use agent_tools_fs::WriteFileArgs;
 use cap_std::fs::PermissionsExt as _;
 use roots::Need;
@@ -84,10 +82,13 @@ inside one of them.";
 
 const MOVE_FILE: &str = "Move or rename a file or directory. Missing parent directories of \
 `destination` are created. An existing destination is never overwritten: the call fails \
-instead. Fails with -32002 when `source` does not exist.";
+instead. Fails with -32002 when `source` does not exist. `source` and `destination` may lie in \
+different allowed directories (the move is one atomic rename, so it cannot cross filesystems). \
+An allowed directory, or a directory holding one, cannot be moved.";
 
 const DELETE_FILE: &str = "Delete a file, or a directory with everything in it. A symlink is \
-removed itself; what it points to is left alone. An allowed directory itself cannot be deleted.";
+removed itself; what it points to is left alone. An allowed directory, or a directory holding \
+one, cannot be deleted.";
 
 /// Arguments of the tools that take one path.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -339,25 +340,22 @@ fn read_multiple_files(
     Ok(Reply::items(content))
 }
 
-/// mkdir -p of `path`, beneath the root's directory handle.
-fn create_dirs(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<()> {
-    if path.rel().as_os_str().is_empty() {
-        return Ok(());
-    }
-    workspace
-        .base_dir()
-        .create_dir_all(path.rel())
-        .map_err(|err| workspace.io_error(&err, path))
+/// mkdir -p of `path`, beneath the root's directory handle; each directory
+/// is made in one opened (and checked against the read-only directories
+/// nested in the root) just before. Answers the directories made.
+fn create_dirs(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<Vec<ConfinedPath>> {
+    workspace.create_dir_all(path)
 }
 
-/// Creates the missing parents of `path` (confined like every path).
-fn create_parents(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<()> {
+/// Creates the missing parents of `path` (confined like every path);
+/// answers the directories made.
+fn create_parents(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<Vec<ConfinedPath>> {
     match path.rel().parent() {
         Some(parent) if !parent.as_os_str().is_empty() => {
             let parent = workspace.resolve(&parent.to_string_lossy())?;
             create_dirs(workspace, &parent)
         }
-        _ => Ok(()),
+        _ => Ok(Vec::new()),
     }
 }
 
@@ -365,12 +363,18 @@ fn write_file(roots: &Roots, args: WriteArgs, _: &CallContext) -> ToolResult<Str
     // Resolved first, so a path outside the roots creates no directory.
     let (root, path) = roots.resolve(&args.path, Need::Write)?;
     let ws = root.workspace();
-    create_parents(ws, &path)?;
+    let made = create_parents(ws, &path)?;
     // The engine's writer resolves the path again, beneath this root.
     let abs = path.abs().to_string_lossy().into_owned();
-    root.services()
+    if let Err(err) = root
+        .services()
         .files()
-        .write_file(&WriteFileArgs::new(abs, args.content))?;
+        .write_file(&WriteFileArgs::new(abs, args.content))
+    {
+        // A failed write leaves the tree as it was.
+        ws.remove_made_dirs(&made);
+        return Err(err);
+    }
     Ok(format!("Successfully wrote {}", root.shown(&path)))
 }
 
@@ -449,94 +453,95 @@ fn list_allowed_directories(roots: &Roots, _: NoArgs, _: &CallContext) -> ToolRe
 }
 
 fn move_file(roots: &Roots, args: MoveArgs, _: &CallContext) -> ToolResult<String> {
-    let (root, source) = roots.resolve(&args.source, Need::Write)?;
-    let (to_root, destination) = roots.resolve(&args.destination, Need::Write)?;
-    if source.is_root() || destination.is_root() {
-        return Err(root_refused(&args.source));
+    // Both ends are entries: the directory holding each decides where it
+    // lies (and whether it may be written), the last name is not followed
+    // (a symlink is moved itself, as rename(2) moves it).
+    let (from_root, source) = roots.resolve_entry(&args.source, Need::Write)?;
+    let (to_root, destination) = roots.resolve_entry(&args.destination, Need::Write)?;
+    let from_ws = from_root.workspace();
+    let to_ws = to_root.workspace();
+    // Absent source: not found, before any directory is created.
+    let meta = from_ws.symlink_metadata(&source)?;
+    if meta.is_dir() {
+        roots.refuse_roots(&args.source, DirId::of_meta(&meta))?;
     }
-    // One rename beneath one directory handle: a move between allowed
-    // directories would be a copy and a delete, which is not atomic.
-    if !Arc::ptr_eq(&root, &to_root) {
+    if let Ok(meta) = to_ws.symlink_metadata(&destination) {
+        if meta.is_dir() {
+            roots.refuse_roots(&args.destination, DirId::of_meta(&meta))?;
+        }
+        // Said plainly here; the rename below refuses it too (no replace),
+        // should it appear meanwhile.
         return Err(ToolError::new(
-            ErrorCode::InvalidInput,
+            ErrorCode::IoError,
             format!(
-                "{} and {} lie in different allowed directories; a move stays within one \
-                 (read the file, write it at the destination, then delete the source)",
-                args.source, args.destination
+                "{}: already exists; move_file never replaces it (delete it first, or choose \
+                 another destination)",
+                to_root.shown(&destination)
             ),
         ));
     }
-    let ws = root.workspace();
-    // Absent source: not found, before any directory is created.
-    ws.symlink_metadata(&source)?;
-    create_parents(ws, &destination)?;
-    agent_tools_fs::rename_new(ws, &source, &destination, None)?;
+    // A rename cannot cross filesystems: refused before any parent of the
+    // destination is made, so nothing changes.
+    let from_dev = from_ws.open_parent(&source)?.0.dir_metadata();
+    let to_dev = existing_ancestor_dev(to_ws, &destination);
+    if let (Ok(from_meta), Some(to_dev)) = (from_dev, to_dev)
+        && DirId::of_meta(&from_meta).dev() != to_dev
+    {
+        return Err(agent_tools_fs::cross_device(
+            from_root.shown(&source),
+            to_root.shown(&destination),
+        ));
+    }
+    let made = create_parents(to_ws, &destination)?;
+    // One renameat2 between the two directory handles (the same one
+    // within a directory): the move is one atomic step, and it never
+    // replaces what is at the destination.
+    if let Err(err) =
+        agent_tools_fs::rename_new_between(from_ws, &source, to_ws, &destination, None)
+    {
+        to_ws.remove_made_dirs(&made);
+        return Err(err);
+    }
     Ok(format!(
         "Successfully moved {} to {}",
-        root.shown(&source),
-        root.shown(&destination)
+        from_root.shown(&source),
+        to_root.shown(&destination)
     ))
 }
 
-fn root_refused(raw: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::PathEscape,
-        format!("{raw}: is an allowed directory itself; it cannot be moved or deleted"),
-    )
+/// The device of the deepest directory above `path` that exists (where a
+/// move to `path` would land once its parents are made).
+fn existing_ancestor_dev(workspace: &Workspace, path: &ConfinedPath) -> Option<u64> {
+    path.rel()
+        .ancestors()
+        .skip(1)
+        .find_map(|ancestor| {
+            let ancestor = if ancestor.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                ancestor
+            };
+            workspace.base_dir().metadata(ancestor).ok()
+        })
+        .map(|meta| DirId::of_meta(&meta).dev())
 }
 
 fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
-    // The directory the path falls in, and the write check; the path
-    // itself is resolved by parent below so that its last name is never
-    // followed.
-    let (root, _) = match roots.resolve(&args.path, Need::Write) {
-        Ok(found) => found,
-        // The entry may be a dangling or outward symlink, which resolving
-        // it whole refuses; then its parent decides.
-        Err(err) => {
-            let parent = Path::new(&args.path)
-                .parent()
-                .filter(|parent| !parent.as_os_str().is_empty())
-                .map(|parent| parent.to_string_lossy().into_owned());
-            match parent.map(|parent| roots.resolve(&parent, Need::Write)) {
-                Some(Ok(found)) => found,
-                _ => return Err(err),
-            }
-        }
-    };
+    // The directory holding the entry decides where it lies and whether it
+    // may be written; the entry's own name is looked at, never followed,
+    // and removed by name from that directory, opened beneath the root's
+    // handle (a directory in a read-only one is refused as it opens).
+    let (root, path) = roots.resolve_entry(&args.path, Need::Write)?;
     let ws = root.workspace();
     let raw = Path::new(&args.path);
-    // The final name is looked at, never followed: only the parent is
-    // resolved, and the entry is removed by name from that directory.
-    let Some(name) = raw.file_name() else {
-        return match ws.resolve(&args.path) {
-            Ok(path) if path.is_root() => Err(root_refused(&args.path)),
-            Ok(_) => Err(ToolError::invalid_input(format!(
-                "{}: name the entry itself (the path ends in `..`)",
-                args.path
-            ))),
-            Err(err) => Err(err),
-        };
-    };
-    let parent = match raw.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => {
-            Some(parent.to_string_lossy().into_owned())
-        }
-        _ => None,
-    };
-    if let Ok(path) = ws.resolve(&args.path)
-        && path.is_root()
-    {
-        return Err(root_refused(&args.path));
-    }
-    let parent = ws.resolve_or_root(parent.as_deref())?;
-    let dir = ws.open_dir(&parent)?;
+    let (dir, name) = ws.open_parent(&path)?;
     let io = |err: std::io::Error| ToolError::from_io(&err, raw);
-    let meta = dir.symlink_metadata(name).map_err(io)?;
+    let meta = dir.symlink_metadata(&name).map_err(io)?;
     if meta.is_dir() {
-        dir.remove_dir_all(name).map_err(io)?;
+        roots.refuse_roots(&args.path, DirId::of_meta(&meta))?;
+        dir.remove_dir_all(&name).map_err(io)?;
     } else {
-        dir.remove_file(name).map_err(io)?;
+        dir.remove_file(&name).map_err(io)?;
     }
     Ok(format!("Successfully deleted {}", args.path))
 }
