@@ -97,10 +97,10 @@ impl Surface for ClaudeCodeSurface {
             ToolDef::typed("Read", args::READ, false, read::read)
                 .titled("Read file", Hints::READ)
                 .bounding_itself()
-                // One named file, refused before an open if it could block,
-                // read within max_file_bytes; the session's record is a
-                // short in-memory lock.
-                .brief(),
+                // Brief only for a small text file or image (see
+                // read::is_brief): a large file's lines are counted, a PDF
+                // or a notebook parsed, on a thread of their own.
+                .brief_when(read::is_brief),
             ToolDef::typed("Glob", args::GLOB, false, search::glob)
                 .titled("Find files by pattern", Hints::READ),
             ToolDef::typed("Grep", args::GREP, false, search::grep)
