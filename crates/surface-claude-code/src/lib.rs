@@ -26,6 +26,7 @@ use agent_tools::{
 use agent_tools_confine::ConfinedPath;
 
 mod args;
+mod cells;
 mod edit;
 mod messages;
 mod notebook;
@@ -249,5 +250,7 @@ fn shown_abs(services: &Services, path: &Path) -> String {
     full.to_string_lossy().into_owned()
 }
 
+#[cfg(test)]
+mod peak;
 #[cfg(test)]
 mod tests;

@@ -133,7 +133,13 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
                     messages::too_big_to_read(size, max_file),
                 )
             })?;
-            let reply = pdf::read_pdf(&bytes, raw, args.pages.as_deref())?;
+            let reply = pdf::read_pdf(
+                &bytes,
+                raw,
+                args.pages.as_deref(),
+                call.cancel.flag(),
+                services.config().max_output_bytes(),
+            )?;
             session.record(path.abs(), Seen::of(&meta, Some(&bytes)));
             Ok(reply)
         }
