@@ -556,7 +556,11 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
         let ready = self.flow.handshake_done.load(Ordering::Acquire)
             && self.calls.is_brief(
                 &plain.params.name,
-                plain.params.arguments.as_ref().unwrap_or(&serde_json::Map::new()),
+                plain
+                    .params
+                    .arguments
+                    .as_ref()
+                    .unwrap_or(&serde_json::Map::new()),
             )
             && self.flow.writer_keeps_up()
             && !self.flow.shutdown.is_cancelled();

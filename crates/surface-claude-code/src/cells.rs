@@ -80,7 +80,9 @@ impl<'de> DeserializeSeed<'de> for Str {
     type Value = Option<String>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(Text { joined: false }).map(|text| text.1.then_some(text.0))
+        deserializer
+            .deserialize_any(Text { joined: false })
+            .map(|text| text.1.then_some(text.0))
     }
 }
 
@@ -301,8 +303,7 @@ impl<'de> OnMap<'de> for Output {
                 "ename" => output.ename = map.next_value_seed(Str)?,
                 "evalue" => output.evalue = map.next_value_seed(Str)?,
                 "data" => {
-                    (output.plain, output.png, output.jpeg) =
-                        map.next_value_seed(Lenient(Data))?;
+                    (output.plain, output.png, output.jpeg) = map.next_value_seed(Lenient(Data))?;
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

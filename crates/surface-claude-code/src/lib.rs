@@ -195,9 +195,13 @@ fn validation_text(tool: &str, issues: &[Issue], fallback: &str) -> String {
                 expected,
                 received,
             } => format!(
-                "The parameter `{param}` type is expected as `{expected}` but provided as `{received}`"
+                "The parameter `{param}` type is expected as `{}` but provided as `{}`",
+                json_number_named(expected),
+                json_number_named(received)
             ),
-            Issue::Unexpected { param } => format!("An unexpected parameter `{param}` was provided"),
+            Issue::Unexpected { param } => {
+                format!("An unexpected parameter `{param}` was provided")
+            }
             Issue::Other { at, message } => {
                 let param = at.trim_start_matches('/');
                 if param.is_empty() {
@@ -213,6 +217,18 @@ fn validation_text(tool: &str, issues: &[Issue], fallback: &str) -> String {
         "{tool} failed due to the following {heading}:\n{}",
         lines.join("\n")
     )
+}
+
+/// A JSON Schema type name as Claude Code's messages name it: its schemas
+/// are checked by a library that knows one type of number, so a parameter
+/// that takes whole numbers expects a `number`, and `5` is provided as a
+/// `number`, never an `integer`.
+fn json_number_named(types: &str) -> String {
+    types
+        .split(" | ")
+        .map(|name| if name == "integer" { "number" } else { name })
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// The session of the call.

@@ -58,9 +58,7 @@ pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
 
 /// One cell's text item and its images.
 fn render_cell(index: usize, cell: Cell, lang: &str, raw: &str) -> (String, Vec<Content>) {
-    let id = cell
-        .id
-        .unwrap_or_else(|| format!("cell-{index}"));
+    let id = cell.id.unwrap_or_else(|| format!("cell-{index}"));
     let kind = cell.cell_type.as_deref().unwrap_or("code");
     let meta = if kind != "code" {
         format!("<cell_type>{kind}</cell_type>")
@@ -69,10 +67,7 @@ fn render_cell(index: usize, cell: Cell, lang: &str, raw: &str) -> (String, Vec<
     } else {
         String::new()
     };
-    let mut text = format!(
-        "<cell id=\"{id}\">{meta}{}</cell id=\"{id}\">",
-        cell.source
-    );
+    let mut text = format!("<cell id=\"{id}\">{meta}{}</cell id=\"{id}\">", cell.source);
     let mut images = Vec::new();
     let mut outputs = String::new();
     for output in cell.outputs {
@@ -86,8 +81,7 @@ fn render_cell(index: usize, cell: Cell, lang: &str, raw: &str) -> (String, Vec<
             _ => {
                 for (mime, encoded) in [("image/png", output.png), ("image/jpeg", output.jpeg)] {
                     let Some(encoded) = encoded else { continue };
-                    let encoded: String =
-                        encoded.chars().filter(|c| !c.is_whitespace()).collect();
+                    let encoded: String = encoded.chars().filter(|c| !c.is_whitespace()).collect();
                     if let Ok(data) = data_encoding::BASE64.decode(encoded.as_bytes()) {
                         images.push(Content::Image {
                             data,

@@ -223,7 +223,10 @@ pub(crate) fn read_pdf_within(
             if count > MAX_PAGES_WITHOUT_RANGE {
                 return Err(thrown(ErrorCode::TooLarge, messages::pdf_too_long(count)));
             }
-            (page_ids.keys().copied().collect(), messages::pdf_read(raw, size))
+            (
+                page_ids.keys().copied().collect(),
+                messages::pdf_read(raw, size),
+            )
         }
     };
     let mut out = heading;
@@ -457,8 +460,7 @@ pub(crate) mod tests {
         // 7 bytes a drawing: three pages of some 35 KB each.
         let bytes = make_pdf_of(&[many_tj(5000), many_tj(5000), many_tj(5000)], false);
         let never = AtomicBool::new(false);
-        let reply =
-            read_pdf_within(&bytes, "/w/p.pdf", None, &never, 1 << 20, budgets).unwrap();
+        let reply = read_pdf_within(&bytes, "/w/p.pdf", None, &never, 1 << 20, budgets).unwrap();
         let text = reply.content[0].as_text().unwrap();
         let note = messages::pdf_call_over_budget(budgets.call as u64);
         assert!(text.contains(&format!("--- Page 3 ---\n{note}")), "{text}");
@@ -475,15 +477,29 @@ pub(crate) mod tests {
         let pages: Vec<Vec<u8>> = (0..40).map(|_| many_tj(2)).collect();
         let bytes = make_pdf_of(&pages, true);
         let never = AtomicBool::new(false);
-        assert!(read_pdf_within(&bytes, "/w/o.pdf", Some("1"), &never, 1 << 20, Budgets::READ).is_ok());
+        assert!(
+            read_pdf_within(
+                &bytes,
+                "/w/o.pdf",
+                Some("1"),
+                &never,
+                1 << 20,
+                Budgets::READ
+            )
+            .is_ok()
+        );
         let budgets = Budgets {
             load_total: 1000,
             ..Budgets::READ
         };
-        let err = read_pdf_within(&bytes, "/w/o.pdf", Some("1"), &never, 1 << 20, budgets)
-            .unwrap_err();
+        let err =
+            read_pdf_within(&bytes, "/w/o.pdf", Some("1"), &never, 1 << 20, budgets).unwrap_err();
         assert_eq!(err.code(), ErrorCode::TooLarge);
-        assert!(err.message().contains("over the limit of one read"), "{}", err.message());
+        assert!(
+            err.message().contains("over the limit of one read"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]

@@ -37,7 +37,11 @@ pub(crate) fn peak_of_test(test: &str) -> u64 {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let kib: u64 = stdout
         .lines()
         .find_map(|line| line.split_once("peak-rss VmHWM:").map(|(_, rest)| rest))

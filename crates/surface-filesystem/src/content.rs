@@ -92,7 +92,10 @@ fn read_bytes_up_to(roots: &Roots, raw: &str, keep: u64) -> ToolResult<(Bytes, u
 /// fails at once, or reads a regular file of at most
 /// [`BRIEF_READ_BYTES`](agent_tools::BRIEF_READ_BYTES). A resolution and a
 /// stat beneath the root decide.
-pub(crate) fn read_is_brief(roots: &Roots, args: &serde_json::Map<String, serde_json::Value>) -> bool {
+pub(crate) fn read_is_brief(
+    roots: &Roots,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> bool {
     let Some(raw) = args.get("path").and_then(serde_json::Value::as_str) else {
         return true;
     };
@@ -138,7 +141,9 @@ pub(crate) fn read_text_up_to(roots: &Roots, raw: &str, keep: u64) -> ToolResult
     };
     let fits = text.len() as u64 <= keep;
     if !fits {
-        let cut = agent_tools_text::truncate_utf8(&text, usize::try_from(keep).unwrap_or(usize::MAX)).len();
+        let cut =
+            agent_tools_text::truncate_utf8(&text, usize::try_from(keep).unwrap_or(usize::MAX))
+                .len();
         text.truncate(cut);
     }
     Ok((text, whole && fits))

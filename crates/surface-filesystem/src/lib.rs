@@ -380,7 +380,7 @@ fn multi_read_unread(unread: &[&str], budget: usize) -> String {
          read them in another call:",
         unread.len()
     );
-    let room = MULTI_READ_NOTE_ROOM - 128;
+    let room = MULTI_READ_NOTE_ROOM - 256;
     for (shown, raw) in unread.iter().enumerate() {
         if note.len() + raw.len() + 2 > room {
             let _ = write!(note, " and {} more", unread.len() - shown);
@@ -593,6 +593,9 @@ fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<Str
     }
     Ok(format!("Successfully deleted {}", args.path))
 }
+
+#[cfg(test)]
+mod read_tests;
 
 #[cfg(test)]
 mod tests {
