@@ -194,7 +194,10 @@ fn a_small_read_is_not_held_back_by_reads_that_count_lines() {
     let waited = started.elapsed();
     assert!(!is_error, "{text}");
     assert_eq!(text, "     1\u{2192}hello");
-    assert!(waited < Duration::from_secs(2), "the small Read waited {waited:?}");
+    assert!(
+        waited < Duration::from_secs(2),
+        "the small Read waited {waited:?}"
+    );
     // Cancelled, they stop counting; a cancelled request gets no answer.
     for id in counting {
         client.notify("notifications/cancelled", json!({"requestId": id}));

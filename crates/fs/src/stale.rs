@@ -295,6 +295,38 @@ mod tests {
     }
 
     #[test]
+    fn an_untouched_file_is_current_by_its_identity_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "abc").unwrap();
+        let tools = tools(dir.path());
+        let path = tools.workspace().resolve("f").unwrap();
+        let opened = std::fs::File::open(dir.path().join("f")).unwrap();
+        // No digest: only the identity (taken from the descriptor, compared
+        // with the path's metadata under the locks) can vouch for it.
+        let seen = Seen::of(&opened.metadata().unwrap(), None);
+        let ((), written) = tools
+            .update_locked(&path, |now| {
+                assert!(seen.still_current(now.unwrap()));
+                Ok((Some(b"abd".to_vec()), ()))
+            })
+            .unwrap();
+        // What the write records is current by its identity too.
+        let written = written.unwrap();
+        let without_digest = Seen {
+            digest: None,
+            ..written
+        };
+        tools
+            .update_locked(&path, |now| {
+                let now = now.unwrap();
+                assert!(!seen.still_current(now));
+                assert!(without_digest.still_current(now));
+                Ok((None, ()))
+            })
+            .unwrap();
+    }
+
+    #[test]
     fn update_creates_with_parents_replaces_and_reports_what_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let tools = tools(dir.path());
