@@ -35,10 +35,10 @@ pub(crate) const LOAD_STREAM_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) const LOAD_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
 /// The most bytes one page's content may decode to for its text to be
-/// read. Parsed, a page's content takes some 40 to 90 times its decoded
-/// size, so this keeps a page under about 100 MB; real pages of text hold
-/// tens of kilobytes.
-pub(crate) const PAGE_CONTENT_BYTES: usize = 1024 * 1024;
+/// read. Parsed, a page's content takes about a hundred times its decoded
+/// size (a page of 1 MiB peaked a process at 117 MB), so this keeps a page
+/// near 60 MB; real pages of text hold tens of kilobytes.
+pub(crate) const PAGE_CONTENT_BYTES: usize = 512 * 1024;
 
 /// The most bytes the content of all pages one call reads may decode to.
 pub(crate) const CALL_CONTENT_BYTES: usize = 8 * 1024 * 1024;
@@ -447,7 +447,7 @@ pub(crate) mod tests {
     #[test]
     fn pdf_reads_stay_within_their_memory_budget() {
         let peak = crate::peak::peak_of_test("pdf::tests::pdf_reads_for_measuring");
-        assert!(peak < 200 << 20, "peak resident set {peak} bytes");
+        assert!(peak < 128 << 20, "peak resident set {peak} bytes");
     }
 
     #[test]
