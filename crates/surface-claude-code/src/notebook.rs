@@ -36,6 +36,11 @@ pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
     let mut content = Vec::new();
     let mut total = 0usize;
     crate::cells::each_cell(bytes, |index, cell| {
+        if total > max && cell.outputs.is_empty() {
+            // Past the budget only the size counts: measured, not built.
+            total = total.saturating_add(bare_cell_len(index, &cell, &lang));
+            return;
+        }
         let (text, images) = render_cell(index, cell, &lang, raw);
         total = total.saturating_add(text.len());
         if total <= max {
@@ -54,6 +59,23 @@ pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
         content.push(Content::Text(messages::EMPTY_FILE.to_owned()));
     }
     Ok(content)
+}
+
+/// The length of [`render_cell`]'s text for a cell without outputs.
+fn bare_cell_len(index: usize, cell: &Cell, lang: &str) -> usize {
+    let id = match &cell.id {
+        Some(id) => id.len(),
+        None => "cell-".len() + index.checked_ilog10().unwrap_or(0) as usize + 1,
+    };
+    let kind = cell.cell_type.as_deref().unwrap_or("code");
+    let meta = if kind != "code" {
+        "<cell_type></cell_type>".len() + kind.len()
+    } else if lang != "python" {
+        "<language></language>".len() + lang.len()
+    } else {
+        0
+    };
+    "<cell id=\"\">".len() + "</cell id=\"\">".len() + 2 * id + meta + cell.source.len()
 }
 
 /// One cell's text item and its images.
@@ -396,6 +418,25 @@ mod tests {
             render(&bytes, "/w/n.ipynb").unwrap_err().message(),
             messages::notebook_too_big("/w/n.ipynb", rendered as u64, crate::MAX_WHOLE_READ_BYTES)
         );
+    }
+
+    #[test]
+    fn a_bare_cells_length_is_its_rendered_length() {
+        for (index, id, kind, source, lang) in [
+            (0, None, None, "", "python"),
+            (9, None, Some("markdown"), "# x", "python"),
+            (10, Some("abc"), None, "1 + 1", "julia"),
+            (12_345, None, Some("code"), "é", "R"),
+        ] {
+            let cell = || Cell {
+                id: id.map(str::to_owned),
+                cell_type: kind.map(str::to_owned),
+                source: source.to_owned(),
+                outputs: Vec::new(),
+            };
+            let (text, _) = render_cell(index, cell(), lang, "/w/n.ipynb");
+            assert_eq!(bare_cell_len(index, &cell(), lang), text.len(), "{text}");
+        }
     }
 
     /// Measured in a child (see [`crate::peak`]).
