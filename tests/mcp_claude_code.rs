@@ -222,3 +222,51 @@ fn children_that_left_the_session_die_with_their_background_command() {
     client.shutdown();
     assert_dies(second, "the end of the connection");
 }
+
+/// A Read whose work is small is answered at once, also while Reads that
+/// count the lines of huge files run: those are not brief, so they take
+/// threads of their own instead of the runtime's places for brief calls.
+#[test]
+fn a_small_read_is_not_held_back_by_reads_that_count_lines() {
+    let (_outer, root) = sandbox();
+    let mut big = Vec::new();
+    for name in ["big1.log", "big2.log"] {
+        let path = root.join(name);
+        let lines = "a line of text\n".repeat(1000);
+        std::fs::write(&path, lines).unwrap();
+        // Sparse: 2 GB to count, nothing on disk.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        big.push(path);
+    }
+    let small = root.join("small.txt");
+    std::fs::write(&small, "hello\n").unwrap();
+    let mut client = claude_code(&root);
+    let counting: Vec<u64> = big
+        .iter()
+        .map(|path| {
+            client.send_request(
+                "tools/call",
+                json!({"name": "Read", "arguments": {"file_path": p(path), "offset": 1, "limit": 1}}),
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let (is_error, text) = client.call("Read", json!({"file_path": p(&small)}));
+    let waited = started.elapsed();
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "     1\u{2192}hello");
+    assert!(
+        waited < Duration::from_secs(2),
+        "the small Read waited {waited:?}"
+    );
+    // Cancelled, they stop counting; a cancelled request gets no answer.
+    for id in counting {
+        client.notify("notifications/cancelled", json!({"requestId": id}));
+    }
+}

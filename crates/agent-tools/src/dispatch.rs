@@ -104,13 +104,12 @@ impl AgentTools {
         self.bound.config()
     }
 
-    /// Whether `name` is an offered tool that is brief by construction
-    /// ([`ToolDef::brief`](crate::ToolDef::brief)); unknown names are not.
-    pub fn is_brief(&self, name: &str) -> bool {
-        self.bound
-            .specs()
-            .iter()
-            .any(|spec| spec.name() == name && spec.brief())
+    /// Whether a call of `name` with `args` is brief: the tool is offered
+    /// and marked brief, and when its brevity depends on the arguments
+    /// ([`ToolDef::brief_when`](crate::ToolDef::brief_when)), these pass
+    /// its test. Unknown names are not brief.
+    pub fn is_brief(&self, name: &str, args: &Map<String, Value>) -> bool {
+        self.bound.is_brief(name, args)
     }
 
     /// The surface's name.
@@ -184,6 +183,7 @@ trait Pipeline: Send + Sync {
     fn surface_name(&self) -> &'static str;
     fn instructions(&self) -> &'static str;
     fn specs(&self) -> &[ToolSpec];
+    fn is_brief(&self, name: &str, args: &Map<String, Value>) -> bool;
     fn new_session(&self) -> Session;
     fn replace_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), StartupError>;
     fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome;
@@ -223,6 +223,13 @@ impl<S: Surface> Pipeline for Bound<S> {
 
     fn specs(&self) -> &[ToolSpec] {
         &self.specs
+    }
+
+    fn is_brief(&self, name: &str, args: &Map<String, Value>) -> bool {
+        self.offered
+            .iter()
+            .find(|tool| tool.def.name() == name)
+            .is_some_and(|tool| tool.def.is_brief(&self.state, args))
     }
 
     fn new_session(&self) -> Session {

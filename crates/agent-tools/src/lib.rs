@@ -68,7 +68,7 @@ pub use config::{
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;
-pub use registry::{Hints, ToolDef, ToolSpec};
+pub use registry::{BRIEF_READ_BYTES, BriefTest, Hints, ToolDef, ToolSpec};
 pub use result::{
     CallOutcome, CallResult, Cause, Content, DispatchResult, ProtocolError, Reply, ResourceBody,
 };

@@ -15,6 +15,11 @@ use crate::result::Reply;
 use crate::schema;
 use crate::services::Services;
 
+/// The most bytes a read may take to count as brief
+/// ([`ToolDef::brief_when`]): read and decoded in about a millisecond, well
+/// under the time a brief call may hold its thread unwatched.
+pub const BRIEF_READ_BYTES: u64 = 1024 * 1024;
+
 /// The four MCP tool annotations. They are hints for the client and the
 /// model (which calls to confirm, which to retry), and are set truthfully.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,7 +129,9 @@ impl ToolSpec {
         self.bounded
     }
 
-    /// Whether a call is brief by construction (see [`ToolDef::brief`]).
+    /// Whether calls of the tool can be brief: always ([`ToolDef::brief`])
+    /// or when their arguments say so ([`ToolDef::brief_when`]). Which call
+    /// is, [`AgentTools::is_brief`](crate::AgentTools::is_brief) decides.
     pub fn brief(&self) -> bool {
         self.brief
     }
@@ -138,6 +145,11 @@ impl ToolSpec {
 
 type Handler<S> = dyn Fn(&S, Value, &CallContext) -> ToolResult<Reply> + Send + Sync;
 
+/// Decides from a call's arguments (not yet validated: any JSON object)
+/// whether its work is bounded small enough to be brief. It may look at the
+/// files the arguments name (a stat beneath the root), nothing slower.
+pub type BriefTest<S> = fn(&S, &Map<String, Value>) -> bool;
+
 /// One tool of a surface whose tools work with state `S` (the default
 /// surface's is [`Services`]): its [`ToolSpec`], the schema its arguments
 /// are validated against, and its handler.
@@ -145,6 +157,9 @@ pub struct ToolDef<S = Services> {
     spec: ToolSpec,
     validation_schema: Arc<Map<String, Value>>,
     handler: Arc<Handler<S>>,
+    /// With `spec.brief`: the test a call's arguments must pass to be
+    /// brief; none means every call is.
+    brief_test: Option<BriefTest<S>>,
 }
 
 impl<S> Clone for ToolDef<S> {
@@ -153,6 +168,7 @@ impl<S> Clone for ToolDef<S> {
             spec: self.spec.clone(),
             validation_schema: self.validation_schema.clone(),
             handler: self.handler.clone(),
+            brief_test: self.brief_test,
         }
     }
 }
@@ -202,6 +218,7 @@ impl<S: 'static> ToolDef<S> {
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
+            brief_test: None,
         }
     }
 
@@ -222,7 +239,26 @@ impl<S: 'static> ToolDef<S> {
     /// lock.
     pub fn brief(mut self) -> ToolDef<S> {
         self.spec.brief = true;
+        self.brief_test = None;
         self
+    }
+
+    /// Marks the calls of the tool whose arguments pass `test` as brief
+    /// (see [`brief`](Self::brief)): for a tool whose work depends on what
+    /// it is given, a small file or a large one, a text or a PDF. Brief
+    /// means a bound on the work, not a kind of tool: a call that could
+    /// take more than a few milliseconds is not brief.
+    pub fn brief_when(mut self, test: BriefTest<S>) -> ToolDef<S> {
+        self.spec.brief = true;
+        self.brief_test = Some(test);
+        self
+    }
+
+    /// Whether a call with `args` is brief: never for a tool not marked
+    /// so, always for one marked [`brief`](Self::brief), and as its test
+    /// says for one marked [`brief_when`](Self::brief_when).
+    pub fn is_brief(&self, state: &S, args: &Map<String, Value>) -> bool {
+        self.spec.brief && self.brief_test.is_none_or(|test| test(state, args))
     }
 
     /// Marks the tool as capping its own output, so the pipeline does not

@@ -59,7 +59,7 @@ pub use lock::FileLocks;
 pub use read::LineSpan;
 pub use read::LineWindow;
 pub use read::{read_bounded, read_bounded_into};
-pub use stale::{ContentDigest, Seen, Snapshot, digest};
+pub use stale::{ContentDigest, Identity, Seen, Snapshot, digest};
 
 /// Replaces (or creates) the file at `path` with `data` atomically: a
 /// temporary file beside it, flushed, renamed over it, all beneath the

@@ -3,10 +3,20 @@
 //! path's locks, so no other writer of this process (or of another that
 //! takes the same file lock) slips in between.
 //!
-//! A file counts as unchanged when its modification time is the one seen,
-//! or, when only the time moved, when its bytes hash to the digest of what
-//! was seen: a `touch`, an editor saving the same bytes, or a filesystem
-//! that updates times on access, changes nothing a caller relies on.
+//! A file counts as unchanged when it is the very file seen, untouched:
+//! the same device, inode, size, modification time and change time. The
+//! change time is the one a program cannot set: a file replaced or
+//! rewritten with its modification time put back (`cp -p`, `rsync -t`,
+//! `tar x`, `touch -r`) still gets a new one. Otherwise, when the caller
+//! saw all of the file, it counts as unchanged when its bytes hash to the
+//! digest of what was seen: a `touch`, an editor saving the same bytes, a
+//! `chmod`, or a filesystem that updates times on access, changes nothing
+//! a caller relies on.
+//!
+//! Two writes within one tick of the filesystem's clock can share their
+//! times; kernels since 6.13 give a file changed after its times were
+//! read a finer time on the common filesystems, older ones leave that
+//! window of a few milliseconds.
 
 use std::sync::PoisonError;
 use std::time::SystemTime;
@@ -26,20 +36,71 @@ pub fn digest(bytes: &[u8]) -> ContentDigest {
     Sha256::digest(bytes).into()
 }
 
-/// What a caller saw of a file: its modification time, and the digest of
-/// its bytes when it saw all of them.
+/// Which file, in which state: what stays the same while nobody touches a
+/// file, and changes (the change time at least) when anybody does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    /// The identity in metadata read through a workspace handle.
+    pub fn of(meta: &cap_std::fs::Metadata) -> Identity {
+        use cap_std::fs::MetadataExt as _;
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The identity in metadata of an open file (`File::metadata`).
+    pub fn of_std(meta: &std::fs::Metadata) -> Identity {
+        use std::os::unix::fs::MetadataExt as _;
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// What a caller saw of a file: its modification time, its identity when
+/// known, and the digest of its bytes when it saw all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
     modified: SystemTime,
+    identity: Option<Identity>,
     digest: Option<ContentDigest>,
 }
 
 impl Seen {
     /// A file seen with this modification time and, when the caller read
-    /// it whole, these bytes.
+    /// it whole, these bytes; its identity unknown, so only the bytes can
+    /// tell that it is unchanged.
     pub fn new(modified: SystemTime, content: Option<&[u8]>) -> Seen {
         Seen {
             modified,
+            identity: None,
+            digest: content.map(digest),
+        }
+    }
+
+    /// A file seen with the metadata `meta` (of the descriptor it was read
+    /// from, taken before reading) and, when the caller read it whole,
+    /// these bytes.
+    pub fn of(meta: &std::fs::Metadata, content: Option<&[u8]>) -> Seen {
+        Seen {
+            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            identity: Some(Identity::of_std(meta)),
             digest: content.map(digest),
         }
     }
@@ -54,10 +115,12 @@ impl Seen {
         self.digest.is_some()
     }
 
-    /// Whether `now` is still the file seen: the same modification time, or
-    /// byte for byte the same content.
+    /// Whether `now` is still the file seen: the same file untouched (its
+    /// identity, change time included, is the one seen), or byte for byte
+    /// the same content. A matching modification time alone proves
+    /// nothing: it can be set back.
     pub fn still_current(&self, now: &Snapshot) -> bool {
-        if now.modified == self.modified {
+        if self.identity.is_some_and(|seen| seen == now.identity) {
             return true;
         }
         self.digest.is_some_and(|seen| seen == digest(&now.bytes))
@@ -72,6 +135,7 @@ pub struct Snapshot {
     /// Its modification time.
     pub modified: SystemTime,
     stamp: FileStamp,
+    identity: Identity,
 }
 
 impl FileTools {
@@ -132,6 +196,7 @@ impl FileTools {
                     bytes,
                     modified,
                     stamp: FileStamp::of(&meta),
+                    identity: Identity::of(&meta),
                 })
             }
             Err(err) if err.code() == ErrorCode::NotFound => None,
@@ -160,8 +225,19 @@ impl FileTools {
                 crate::atomic::replace_expecting(ws, path, &[&new], existing.as_ref(), expected);
             (written, hashing.join().ok())
         });
+        let written = written?;
+        // The identity after the rename (which gives the file a new change
+        // time), when the file is still the one written: same inode, size
+        // and modification time. Else only the digest vouches for it.
+        let identity = ws
+            .metadata(path)
+            .ok()
+            .map(|meta| (FileStamp::of(&meta), Identity::of(&meta)))
+            .filter(|(now, _)| *now == written)
+            .map(|(_, identity)| identity);
         let seen = Seen {
-            modified: written?.modified(),
+            modified: written.modified(),
+            identity,
             digest,
         };
         Ok((value, Some(seen)))
@@ -201,13 +277,53 @@ mod tests {
             bytes: bytes.to_vec(),
             modified,
             stamp: FileStamp::default_for_tests(),
+            identity: Identity {
+                dev: 1,
+                ino: 2,
+                len: bytes.len() as u64,
+                mtime: (0, 0),
+                ctime: (0, 0),
+            },
         };
-        assert!(seen.still_current(&snapshot(b"changed", SystemTime::UNIX_EPOCH)));
+        // The same modification time with other bytes is a change.
+        assert!(!seen.still_current(&snapshot(b"changed", SystemTime::UNIX_EPOCH)));
         assert!(seen.still_current(&snapshot(b"abc", later)));
         assert!(!seen.still_current(&snapshot(b"abd", later)));
         let partial = Seen::new(SystemTime::UNIX_EPOCH, None);
         assert!(!partial.has_digest());
         assert!(!partial.still_current(&snapshot(b"abc", later)));
+    }
+
+    #[test]
+    fn an_untouched_file_is_current_by_its_identity_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "abc").unwrap();
+        let tools = tools(dir.path());
+        let path = tools.workspace().resolve("f").unwrap();
+        let opened = std::fs::File::open(dir.path().join("f")).unwrap();
+        // No digest: only the identity (taken from the descriptor, compared
+        // with the path's metadata under the locks) can vouch for it.
+        let seen = Seen::of(&opened.metadata().unwrap(), None);
+        let ((), written) = tools
+            .update_locked(&path, |now| {
+                assert!(seen.still_current(now.unwrap()));
+                Ok((Some(b"abd".to_vec()), ()))
+            })
+            .unwrap();
+        // What the write records is current by its identity too.
+        let written = written.unwrap();
+        let without_digest = Seen {
+            digest: None,
+            ..written
+        };
+        tools
+            .update_locked(&path, |now| {
+                let now = now.unwrap();
+                assert!(!seen.still_current(now));
+                assert!(without_digest.still_current(now));
+                Ok((None, ()))
+            })
+            .unwrap();
     }
 
     #[test]

@@ -78,11 +78,11 @@ pub trait ToolSet: Send + Sync + 'static {
     fn new_session(&self) -> Session {
         Session::default()
     }
-    /// Whether a call of `name` is brief by construction: bounded work on
-    /// named files, nothing that waits (see `agent_tools::ToolDef::brief`).
-    /// The server may run such a call on the thread that received it.
-    /// None is, by default.
-    fn is_brief(&self, _name: &str) -> bool {
+    /// Whether a call of `name` with `args` is brief: bounded small work
+    /// on named files, nothing that waits (see `agent_tools::ToolDef::brief`
+    /// and `brief_when`). The server may run such a call on the thread that
+    /// received it. None is, by default.
+    fn is_brief(&self, _name: &str, _args: &Map<String, Value>) -> bool {
         false
     }
     /// Whether the tool set takes its allowed directories from the client
@@ -135,8 +135,8 @@ impl ToolSet for AgentTools {
         AgentTools::new_session(self)
     }
 
-    fn is_brief(&self, name: &str) -> bool {
-        AgentTools::is_brief(self, name)
+    fn is_brief(&self, name: &str, args: &Map<String, Value>) -> bool {
+        AgentTools::is_brief(self, name, args)
     }
 
     fn reject(&self, error: ToolError, cancelled: bool) -> CallOutcome {
@@ -354,8 +354,10 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         };
         let tools = self.tools.clone();
         let name = request.name.into_owned();
+        let brief = self
+            .tools
+            .is_brief(&name, request.arguments.as_ref().unwrap_or(&Map::new()));
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        let brief = self.tools.is_brief(&name);
         // A call starts when a slot is free and the responses already made
         // are being read; until then it costs no thread. A brief call runs
         // right here, on the runtime thread that took the request: no
@@ -413,8 +415,8 @@ impl<T: ToolSet> DirectCalls for Direct<T> {
         self.tools.reject(error, false)
     }
 
-    fn is_brief(&self, name: &str) -> bool {
-        self.tools.is_brief(name)
+    fn is_brief(&self, name: &str, args: &Map<String, Value>) -> bool {
+        self.tools.is_brief(name, args)
     }
 
     fn call(&self, name: &str, args: Value, cancel: CancelToken) -> CallOutcome {

@@ -395,8 +395,9 @@ pub(crate) trait DirectCalls: Send + Sync + 'static {
     /// A call the transport could not hand over, rendered as the tool set
     /// renders its failures.
     fn reject(&self, error: ToolError) -> CallOutcome;
-    /// Whether a call of `name` is brief (see [`crate::ToolSet::is_brief`]).
-    fn is_brief(&self, name: &str) -> bool;
+    /// Whether a call of `name` with `args` is brief (see
+    /// [`crate::ToolSet::is_brief`]).
+    fn is_brief(&self, name: &str, args: &serde_json::Map<String, Value>) -> bool;
     /// Runs a brief call.
     fn call(&self, name: &str, args: Value, cancel: CancelToken) -> CallOutcome;
 }
@@ -553,7 +554,14 @@ impl<R: AsyncRead + Send + Unpin + 'static> FramedStdio<R> {
             return false;
         }
         let ready = self.flow.handshake_done.load(Ordering::Acquire)
-            && self.calls.is_brief(&plain.params.name)
+            && self.calls.is_brief(
+                &plain.params.name,
+                plain
+                    .params
+                    .arguments
+                    .as_ref()
+                    .unwrap_or(&serde_json::Map::new()),
+            )
             && self.flow.writer_keeps_up()
             && !self.flow.shutdown.is_cancelled();
         if !ready {

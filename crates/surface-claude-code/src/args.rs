@@ -66,7 +66,9 @@ id, or `cell-N` for the cell at 0-based index N.";
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReadArgs {
-    /// Absolute path of the file to read.
+    // Claude Code's own description of the parameter, word for word:
+    // models trained on it expect this text.
+    /// The absolute path to the file to read
     pub file_path: String,
     /// The 1-based line to start at. Give it (with limit) for files too
     /// long to read at once.

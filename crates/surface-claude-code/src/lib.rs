@@ -26,6 +26,7 @@ use agent_tools::{
 use agent_tools_confine::ConfinedPath;
 
 mod args;
+mod cells;
 mod edit;
 mod messages;
 mod notebook;
@@ -97,10 +98,10 @@ impl Surface for ClaudeCodeSurface {
             ToolDef::typed("Read", args::READ, false, read::read)
                 .titled("Read file", Hints::READ)
                 .bounding_itself()
-                // One named file, refused before an open if it could block,
-                // read within max_file_bytes; the session's record is a
-                // short in-memory lock.
-                .brief(),
+                // Brief only for a small text file or image (see
+                // read::is_brief): a large file's lines are counted, a PDF
+                // or a notebook parsed, on a thread of their own.
+                .brief_when(read::is_brief),
             ToolDef::typed("Glob", args::GLOB, false, search::glob)
                 .titled("Find files by pattern", Hints::READ),
             ToolDef::typed("Grep", args::GREP, false, search::grep)
@@ -194,9 +195,13 @@ fn validation_text(tool: &str, issues: &[Issue], fallback: &str) -> String {
                 expected,
                 received,
             } => format!(
-                "The parameter `{param}` type is expected as `{expected}` but provided as `{received}`"
+                "The parameter `{param}` type is expected as `{}` but provided as `{}`",
+                json_number_named(expected),
+                json_number_named(received)
             ),
-            Issue::Unexpected { param } => format!("An unexpected parameter `{param}` was provided"),
+            Issue::Unexpected { param } => {
+                format!("An unexpected parameter `{param}` was provided")
+            }
             Issue::Other { at, message } => {
                 let param = at.trim_start_matches('/');
                 if param.is_empty() {
@@ -212,6 +217,18 @@ fn validation_text(tool: &str, issues: &[Issue], fallback: &str) -> String {
         "{tool} failed due to the following {heading}:\n{}",
         lines.join("\n")
     )
+}
+
+/// A JSON Schema type name as Claude Code's messages name it: its schemas
+/// are checked by a library that knows one type of number, so a parameter
+/// that takes whole numbers expects a `number`, and `5` is provided as a
+/// `number`, never an `integer`.
+fn json_number_named(types: &str) -> String {
+    types
+        .split(" | ")
+        .map(|name| if name == "integer" { "number" } else { name })
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// The session of the call.
@@ -249,5 +266,7 @@ fn shown_abs(services: &Services, path: &Path) -> String {
     full.to_string_lossy().into_owned()
 }
 
+#[cfg(test)]
+mod peak;
 #[cfg(test)]
 mod tests;

@@ -143,6 +143,34 @@ pub(crate) fn pdf_unreadable(raw: &str, why: &str) -> String {
     format!("{raw} could not be read as a PDF: {why}")
 }
 
+pub(crate) fn pdf_over_load_budget(raw: &str, size: u64, budget: u64) -> String {
+    format!(
+        "{raw} ({}) could not be read as a PDF: its compressed objects decode to more than {}, over the limit of one read.",
+        format_size(size),
+        format_size(budget)
+    )
+}
+
+pub(crate) fn pdf_page_over_budget(budget: u64) -> String {
+    format!(
+        "[this page was not read: its content decodes to more than {}, over the limit for one page]",
+        format_size(budget)
+    )
+}
+
+pub(crate) fn pdf_call_over_budget(budget: u64) -> String {
+    format!(
+        "[this page was not read: the pages before it used this read's budget of {} of decoded content; read it with the pages parameter]",
+        format_size(budget)
+    )
+}
+
+pub(crate) fn pdf_output_cut(page: u32) -> String {
+    format!(
+        "\n[output cut within page {page}: the text is longer than one answer holds; read the following pages with the pages parameter]"
+    )
+}
+
 pub(crate) fn pdf_page_missing(pages: &str, count: usize) -> String {
     format!("Page range \"{pages}\" is past the end of the document, which has {count} pages.")
 }

@@ -9,6 +9,7 @@ use serde::Serialize as _;
 use serde_json::{Map, Value, json};
 
 use crate::args::{CellType, EditMode, NotebookEditArgs};
+use crate::cells::Cell;
 use crate::messages::{self, check};
 use crate::read::extension;
 use crate::{resolve_absolute, session_of};
@@ -17,116 +18,38 @@ use crate::{resolve_absolute, session_of};
 /// to read them instead.
 const MAX_OUTPUT_CHARS: usize = 10_000;
 
-/// The text of a cell's `source` (a string, or a list of lines).
-fn joined(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts.iter().filter_map(Value::as_str).collect(),
-        _ => String::new(),
-    }
-}
-
-/// The notebook's language, from its metadata (python when unsaid).
-fn language(notebook: &Value) -> String {
-    let metadata = notebook.get("metadata");
-    metadata
-        .and_then(|m| m.get("language_info"))
-        .and_then(|l| l.get("name"))
-        .or_else(|| {
-            metadata
-                .and_then(|m| m.get("kernelspec"))
-                .and_then(|k| k.get("language"))
-        })
-        .and_then(Value::as_str)
-        .unwrap_or("python")
-        .to_owned()
-}
-
-/// A cell's id, or `cell-N` for one without.
-fn cell_id(cell: &Value, index: usize) -> String {
-    cell.get("id")
-        .and_then(Value::as_str)
-        .map_or_else(|| format!("cell-{index}"), str::to_owned)
-}
-
 /// The cells of a notebook, each a text item `<cell id="...">...</cell
 /// id="...">` (a markdown cell says its type, a code cell in another
 /// language than python says it), outputs after the source, PNG and JPEG
-/// outputs as images.
+/// outputs as images. The notebook is read as it is parsed (see
+/// [`crate::cells`]): no JSON tree is built, and rendering keeps nothing
+/// once the answer is over [`MAX_WHOLE_READ_BYTES`](crate::MAX_WHOLE_READ_BYTES)
+/// (it only counts on, for the size the refusal names).
 pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
-    let notebook: Value = serde_json::from_slice(bytes)
-        .map_err(|_| check(ErrorCode::InvalidInput, messages::NOTEBOOK_NOT_JSON))?;
-    let lang = language(&notebook);
-    let cells = notebook
-        .get("cells")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let not_json = |_| check(ErrorCode::InvalidInput, messages::NOTEBOOK_NOT_JSON);
+    // The metadata (for the language) comes after the cells in the files
+    // Jupyter writes: a first pass reads it, skipping the cells.
+    let lang = crate::cells::language(bytes)
+        .map_err(not_json)?
+        .unwrap_or_else(|| "python".to_owned());
+    let max = crate::MAX_WHOLE_READ_BYTES as usize;
     let mut content = Vec::new();
     let mut total = 0usize;
-    for (index, cell) in cells.iter().enumerate() {
-        let id = cell_id(cell, index);
-        let kind = cell
-            .get("cell_type")
-            .and_then(Value::as_str)
-            .unwrap_or("code");
-        let mut meta = String::new();
-        if kind != "code" {
-            meta = format!("<cell_type>{kind}</cell_type>");
-        } else if lang != "python" {
-            meta = format!("<language>{lang}</language>");
+    crate::cells::each_cell(bytes, |index, cell| {
+        if total > max && cell.outputs.is_empty() {
+            // Past the budget only the size counts: measured, not built.
+            total = total.saturating_add(bare_cell_len(index, &cell, &lang));
+            return;
         }
-        let source = joined(cell.get("source"));
-        let mut text = format!("<cell id=\"{id}\">{meta}{source}</cell id=\"{id}\">");
-        let mut images = Vec::new();
-        let mut outputs = String::new();
-        for output in cell
-            .get("outputs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let piece = match output.get("output_type").and_then(Value::as_str) {
-                Some("stream") => joined(output.get("text")),
-                Some("error") => {
-                    let name = output.get("ename").and_then(Value::as_str).unwrap_or("");
-                    let value = output.get("evalue").and_then(Value::as_str).unwrap_or("");
-                    format!("{name}: {value}")
-                }
-                _ => {
-                    let data = output.get("data");
-                    for (mime, key) in [("image/png", "image/png"), ("image/jpeg", "image/jpeg")] {
-                        if let Some(encoded) = data.and_then(|d| d.get(key)) {
-                            let encoded: String = joined(Some(encoded))
-                                .chars()
-                                .filter(|c| !c.is_whitespace())
-                                .collect();
-                            if let Ok(data) = data_encoding::BASE64.decode(encoded.as_bytes()) {
-                                images.push(Content::Image {
-                                    data,
-                                    mime_type: mime.to_owned(),
-                                });
-                            }
-                        }
-                    }
-                    joined(data.and_then(|d| d.get("text/plain")))
-                }
-            };
-            if !piece.is_empty() {
-                outputs.push('\n');
-                outputs.push_str(&piece);
-            }
+        let (text, images) = render_cell(index, cell, &lang, raw);
+        total = total.saturating_add(text.len());
+        if total <= max {
+            content.push(Content::Text(text));
+            content.extend(images);
         }
-        if outputs.chars().count() > MAX_OUTPUT_CHARS {
-            outputs = format!("\n{}", messages::notebook_outputs_too_large(raw, index));
-            images.clear();
-        }
-        text.push_str(&outputs);
-        total += text.len();
-        content.push(Content::Text(text));
-        content.extend(images);
-    }
-    if total > crate::MAX_WHOLE_READ_BYTES as usize {
+    })
+    .map_err(not_json)?;
+    if total > max {
         return Err(check(
             ErrorCode::TooLarge,
             messages::notebook_too_big(raw, total as u64, crate::MAX_WHOLE_READ_BYTES),
@@ -136,6 +59,77 @@ pub(crate) fn render(bytes: &[u8], raw: &str) -> ToolResult<Vec<Content>> {
         content.push(Content::Text(messages::EMPTY_FILE.to_owned()));
     }
     Ok(content)
+}
+
+/// The length of [`render_cell`]'s text for a cell without outputs.
+fn bare_cell_len(index: usize, cell: &Cell, lang: &str) -> usize {
+    let id = match &cell.id {
+        Some(id) => id.len(),
+        None => "cell-".len() + index.checked_ilog10().unwrap_or(0) as usize + 1,
+    };
+    let kind = cell.cell_type.as_deref().unwrap_or("code");
+    let meta = if kind != "code" {
+        "<cell_type></cell_type>".len() + kind.len()
+    } else if lang != "python" {
+        "<language></language>".len() + lang.len()
+    } else {
+        0
+    };
+    "<cell id=\"\">".len() + "</cell id=\"\">".len() + 2 * id + meta + cell.source.len()
+}
+
+/// One cell's text item and its images.
+fn render_cell(index: usize, cell: Cell, lang: &str, raw: &str) -> (String, Vec<Content>) {
+    let id = cell.id.unwrap_or_else(|| format!("cell-{index}"));
+    let kind = cell.cell_type.as_deref().unwrap_or("code");
+    let meta = if kind != "code" {
+        format!("<cell_type>{kind}</cell_type>")
+    } else if lang != "python" {
+        format!("<language>{lang}</language>")
+    } else {
+        String::new()
+    };
+    let mut text = format!("<cell id=\"{id}\">{meta}{}</cell id=\"{id}\">", cell.source);
+    let mut images = Vec::new();
+    let mut outputs = String::new();
+    for output in cell.outputs {
+        let piece = match output.output_type.as_deref() {
+            Some("stream") => output.text,
+            Some("error") => format!(
+                "{}: {}",
+                output.ename.unwrap_or_default(),
+                output.evalue.unwrap_or_default()
+            ),
+            _ => {
+                for (mime, encoded) in [("image/png", output.png), ("image/jpeg", output.jpeg)] {
+                    let Some(encoded) = encoded else { continue };
+                    let encoded: String = encoded.chars().filter(|c| !c.is_whitespace()).collect();
+                    if let Ok(data) = data_encoding::BASE64.decode(encoded.as_bytes()) {
+                        images.push(Content::Image {
+                            data,
+                            mime_type: mime.to_owned(),
+                        });
+                    }
+                }
+                output.plain
+            }
+        };
+        if !piece.is_empty() {
+            outputs.push('\n');
+            outputs.push_str(&piece);
+        }
+        if outputs.len() > 4 * MAX_OUTPUT_CHARS {
+            // Past the limit already, however the characters count: the
+            // rest would only be dropped.
+            break;
+        }
+    }
+    if outputs.chars().count() > MAX_OUTPUT_CHARS {
+        outputs = format!("\n{}", messages::notebook_outputs_too_large(raw, index));
+        images.clear();
+    }
+    text.push_str(&outputs);
+    (text, images)
 }
 
 pub(crate) fn notebook_edit(
@@ -369,6 +363,100 @@ mod tests {
         assert!(content[1].as_text().unwrap().ends_with(
             "\nOutputs are too large to include. Use Bash with: cat /w/n.ipynb | jq '.cells[1].outputs'"
         ));
+    }
+
+    #[test]
+    fn values_of_other_shapes_read_as_absent() {
+        let odd = json!({
+            "cells": [
+                7,
+                {"id": 3, "cell_type": ["x"], "source": {"a": 1}, "outputs": "none"},
+                {"source": ["a", 1, "b"], "outputs": [
+                    {"output_type": "stream", "text": 5},
+                    {"output_type": "error", "ename": "E", "evalue": null},
+                    "x"
+                ]}
+            ],
+            "metadata": {"language_info": {"name": 12}, "kernelspec": {"language": "R"}}
+        });
+        let content = render(&serde_json::to_vec(&odd).unwrap(), "/w/n.ipynb").unwrap();
+        let texts: Vec<&str> = content.iter().filter_map(Content::as_text).collect();
+        assert_eq!(
+            texts,
+            [
+                "<cell id=\"cell-0\"><language>R</language></cell id=\"cell-0\">",
+                "<cell id=\"cell-1\"><language>R</language></cell id=\"cell-1\">",
+                "<cell id=\"cell-2\"><language>R</language>ab</cell id=\"cell-2\">\nE: ",
+            ]
+        );
+        for not_a_notebook in [&b"[1, 2]"[..], b"\"text\"", b"{}"] {
+            let content = render(not_a_notebook, "/w/n.ipynb").unwrap();
+            assert_eq!(content[0].as_text(), Some(messages::EMPTY_FILE));
+        }
+        assert!(render(b"{\"cells\": [}", "/w/n.ipynb").is_err());
+    }
+
+    /// 2 MiB of empty cells, like the review's 16 MiB notebook (smaller,
+    /// for a debug build's speed).
+    fn empty_cells() -> (Vec<u8>, usize) {
+        let mut bytes = b"{\"cells\": [{}".to_vec();
+        while bytes.len() < 2 << 20 {
+            bytes.extend_from_slice(b",{}");
+        }
+        bytes.extend_from_slice(b"]}");
+        let cells = (bytes.len() - 12) / 3 + 1;
+        (bytes, cells)
+    }
+
+    #[test]
+    fn a_notebook_of_many_cells_is_refused_with_its_whole_size() {
+        let (bytes, cells) = empty_cells();
+        let rendered: usize = (0..cells)
+            .map(|index| format!("<cell id=\"cell-{index}\"></cell id=\"cell-{index}\">").len())
+            .sum();
+        assert_eq!(
+            render(&bytes, "/w/n.ipynb").unwrap_err().message(),
+            messages::notebook_too_big("/w/n.ipynb", rendered as u64, crate::MAX_WHOLE_READ_BYTES)
+        );
+    }
+
+    #[test]
+    fn a_bare_cells_length_is_its_rendered_length() {
+        for (index, id, kind, source, lang) in [
+            (0, None, None, "", "python"),
+            (9, None, Some("markdown"), "# x", "python"),
+            (10, Some("abc"), None, "1 + 1", "julia"),
+            (12_345, None, Some("code"), "é", "R"),
+        ] {
+            let cell = || Cell {
+                id: id.map(str::to_owned),
+                cell_type: kind.map(str::to_owned),
+                source: source.to_owned(),
+                outputs: Vec::new(),
+            };
+            let (text, _) = render_cell(index, cell(), lang, "/w/n.ipynb");
+            assert_eq!(bare_cell_len(index, &cell(), lang), text.len(), "{text}");
+        }
+    }
+
+    /// Measured in a child (see [`crate::peak`]).
+    #[test]
+    fn notebook_read_for_measuring() {
+        if !crate::peak::measuring("notebook::tests::notebook_read_for_measuring") {
+            return;
+        }
+        let (bytes, _) = empty_cells();
+        crate::peak::start();
+        assert!(render(&bytes, "/w/n.ipynb").is_err());
+        crate::peak::report();
+    }
+
+    #[test]
+    fn a_notebook_of_many_cells_is_read_without_holding_them() {
+        // Parsed into a JSON tree and copied, such a notebook took some
+        // seventy times its size (1.14 GB for 16 MiB); the input is 2 MiB.
+        let peak = crate::peak::peak_of_test("notebook::tests::notebook_read_for_measuring");
+        assert!(peak < 40 << 20, "peak resident set {peak} bytes");
     }
 
     fn args(id: Option<&str>, mode: EditMode, kind: Option<CellType>) -> NotebookEditArgs {

@@ -2,7 +2,6 @@
 //! that allows a later write.
 
 use std::path::Path;
-use std::time::SystemTime;
 
 use agent_tools::{CallContext, Content, ErrorCode, Reply, Services, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
@@ -10,6 +9,7 @@ use agent_tools_fs::Seen;
 use agent_tools_text::{
     BINARY_SNIFF_BYTES, DecodeError, decode_lossy, looks_binary, truncate_line,
 };
+use serde_json::{Map, Value};
 
 use crate::args::ReadArgs;
 use crate::messages::{self, thrown};
@@ -63,6 +63,32 @@ fn kind_of(extension: &str) -> Kind {
     }
 }
 
+/// Whether a Read with `args` is brief: its work is bounded small. So it is
+/// when it fails at once (no path, a path outside the root, a missing file,
+/// a directory, a device) and when it reads a text file or an image of at
+/// most [`MAX_WHOLE_READ_BYTES`], which is read whole: no line of a larger
+/// file is counted. A PDF or a notebook is parsed, which takes longer
+/// whatever its size, so it is never brief. The test costs a resolution
+/// and a stat beneath the root.
+pub(crate) fn is_brief(services: &Services, args: &Map<String, Value>) -> bool {
+    let Some(raw) = args.get("file_path").and_then(Value::as_str) else {
+        return true;
+    };
+    match kind_of(&extension(raw)) {
+        Kind::Pdf | Kind::Notebook => return false,
+        Kind::Binary => return true,
+        Kind::Image(_) | Kind::Text => {}
+    }
+    let ws = services.files().workspace();
+    let Ok(path) = ws.resolve(raw) else {
+        return true;
+    };
+    match ws.metadata(&path) {
+        Ok(meta) => !meta.is_file() || meta.len() <= MAX_WHOLE_READ_BYTES,
+        Err(_) => true,
+    }
+}
+
 /// The lower-cased extension of `raw`, without the dot (empty when none).
 pub(crate) fn extension(raw: &str) -> String {
     Path::new(raw)
@@ -76,7 +102,6 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
     let raw = args.file_path.as_str();
     let path = resolve_absolute(services, raw, "file_path")?;
     let meta = regular_file(services, &path, raw)?;
-    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
     let size = meta.len();
     let extension = extension(raw);
     let max_file = services.config().max_file_bytes();
@@ -95,7 +120,7 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
                     messages::image_too_large(raw, size, max_file),
                 )
             })?;
-            session.record(path.abs(), Seen::new(modified, Some(&bytes)));
+            session.record(path.abs(), Seen::of(&meta, Some(&bytes)));
             Ok(Reply::items(vec![Content::Image {
                 data: bytes,
                 mime_type: mime_type.to_owned(),
@@ -108,8 +133,14 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
                     messages::too_big_to_read(size, max_file),
                 )
             })?;
-            let reply = pdf::read_pdf(&bytes, raw, args.pages.as_deref())?;
-            session.record(path.abs(), Seen::new(modified, Some(&bytes)));
+            let reply = pdf::read_pdf(
+                &bytes,
+                raw,
+                args.pages.as_deref(),
+                call.cancel.flag(),
+                services.config().max_output_bytes(),
+            )?;
+            session.record(path.abs(), Seen::of(&meta, Some(&bytes)));
             Ok(reply)
         }
         Kind::Notebook => {
@@ -120,7 +151,7 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
                 )
             })?;
             let content = notebook::render(&bytes, raw)?;
-            session.record(path.abs(), Seen::new(modified, Some(&bytes)));
+            session.record(path.abs(), Seen::of(&meta, Some(&bytes)));
             Ok(Reply::items(content))
         }
         Kind::Text => {
@@ -128,14 +159,14 @@ pub(crate) fn read(services: &Services, args: ReadArgs, call: &CallContext) -> T
             // The digest lets a later write tell a touch from a change; a
             // file too large to edit is not hashed.
             let seen = match text.whole {
-                Some(bytes) => Seen::new(modified, Some(&bytes)),
+                Some(bytes) => Seen::of(&meta, Some(&bytes)),
                 None if size <= max_file => {
                     let bytes = read_bounded(services, &path, raw, max_file, |_| {
                         thrown(ErrorCode::TooLarge, "the file grew while it was read")
                     });
-                    Seen::new(modified, bytes.ok().as_deref())
+                    Seen::of(&meta, bytes.ok().as_deref())
                 }
-                None => Seen::new(modified, None),
+                None => Seen::of(&meta, None),
             };
             session.record(path.abs(), seen);
             Ok(Reply::items(vec![Content::Text(text.shown)]))

@@ -362,6 +362,115 @@ fn a_change_on_disk_since_the_read_is_refused_and_a_touch_is_not() {
     );
 }
 
+/// Puts back the modification time `was` of `rel`, as `cp -p`, `rsync -t`
+/// or `touch -r` do.
+fn restore_mtime(f: &Fixture, rel: &str, was: SystemTime) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(f.dir.path().join(rel))
+        .unwrap();
+    file.set_modified(was).unwrap();
+}
+
+#[test]
+fn a_file_replaced_with_its_modification_time_put_back_is_refused() {
+    let f = fixture();
+    let refusal = wrapped(
+        "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.",
+    );
+    let mtime = |rel: &str| {
+        std::fs::metadata(f.dir.path().join(rel))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    // Rewritten in place, the same size, the time put back.
+    f.write("a.txt", "VERSION ONE from the user\n");
+    let was = mtime("a.txt");
+    f.read("a.txt");
+    f.write("a.txt", "VERSION TWO from the user\n");
+    restore_mtime(&f, "a.txt", was);
+    assert_eq!(mtime("a.txt"), was);
+    assert_eq!(
+        f.err(
+            "Write",
+            json!({"file_path": f.abs("a.txt"), "content": "the model's text\n"})
+        ),
+        refusal
+    );
+    assert_eq!(
+        f.err(
+            "Edit",
+            json!({"file_path": f.abs("a.txt"), "old_string": "VERSION", "new_string": "v"})
+        ),
+        refusal
+    );
+    assert_eq!(f.content("a.txt"), "VERSION TWO from the user\n");
+    // Replaced by another file (a rename over it), the time put back.
+    f.write("b.txt", "first\n");
+    let was = mtime("b.txt");
+    f.read("b.txt");
+    f.write("b.tmp", "second, longer\n");
+    restore_mtime(&f, "b.tmp", was);
+    std::fs::rename(f.dir.path().join("b.tmp"), f.dir.path().join("b.txt")).unwrap();
+    assert_eq!(
+        f.err(
+            "Write",
+            json!({"file_path": f.abs("b.txt"), "content": "x"})
+        ),
+        refusal
+    );
+    assert_eq!(f.content("b.txt"), "second, longer\n");
+    // A change of its mode alone leaves the content as read: allowed.
+    f.write("c.txt", "same\n");
+    f.read("c.txt");
+    let path = f.dir.path().join("c.txt");
+    let mut mode = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o640);
+    std::fs::set_permissions(&path, mode).unwrap();
+    f.ok(
+        "Edit",
+        json!({"file_path": f.abs("c.txt"), "old_string": "same", "new_string": "new"}),
+    );
+    // And an edit after an edit needs no new read.
+    f.ok(
+        "Edit",
+        json!({"file_path": f.abs("c.txt"), "old_string": "new", "new_string": "newer"}),
+    );
+    assert_eq!(f.content("c.txt"), "newer\n");
+}
+
+#[test]
+fn a_read_is_brief_only_when_its_work_is_small() {
+    let f = fixture();
+    f.write("small.txt", "a\n");
+    f.write("big.log", vec![b'x'; (MAX_WHOLE_READ_BYTES + 1) as usize]);
+    f.write("tiny.pdf", crate::pdf::tests::make_pdf(&[Some("x")]));
+    f.write("n.ipynb", "{\"cells\": []}");
+    let brief = |args: Value| f.tools.is_brief("Read", args.as_object().unwrap());
+    assert!(brief(json!({"file_path": f.abs("small.txt")})));
+    assert!(brief(
+        json!({"file_path": f.abs("small.txt"), "offset": 1, "limit": 1})
+    ));
+    // Lines of a big file would be counted; PDFs and notebooks parsed.
+    assert!(!brief(
+        json!({"file_path": f.abs("big.log"), "offset": 1, "limit": 1})
+    ));
+    assert!(!brief(json!({"file_path": f.abs("tiny.pdf")})));
+    assert!(!brief(json!({"file_path": f.abs("n.ipynb")})));
+    // Failing at once is brief.
+    assert!(brief(json!({"file_path": f.abs("missing.txt")})));
+    assert!(brief(json!({"file_path": "/etc/passwd"})));
+    assert!(brief(json!({"file_path": f.abs("")})));
+    assert!(brief(json!({})));
+    // Other tools are as they were marked.
+    assert!(
+        !f.tools
+            .is_brief("Bash", json!({"command": "true"}).as_object().unwrap())
+    );
+    assert!(!f.tools.is_brief("Nope", &serde_json::Map::new()));
+}
+
 #[test]
 fn a_new_session_has_read_nothing() {
     let f = fixture();
@@ -761,7 +870,17 @@ fn schema_violations_are_worded_like_claude_codes() {
     );
     assert_eq!(
         f.err("Read", json!({"file_path": 5})),
-        "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe parameter `file_path` type is expected as `string` but provided as `integer`</tool_use_error>"
+        "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe parameter `file_path` type is expected as `string` but provided as `number`</tool_use_error>"
+    );
+    // JSON has one number type, and Claude Code's messages name it so,
+    // for a parameter that takes whole numbers too.
+    assert_eq!(
+        f.err("Read", json!({"file_path": "/x", "offset": "5"})),
+        "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe parameter `offset` type is expected as `number` but provided as `string`</tool_use_error>"
+    );
+    assert_eq!(
+        f.err("Bash", json!({"command": "true", "run_in_background": 1})),
+        "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe parameter `run_in_background` type is expected as `boolean` but provided as `number`</tool_use_error>"
     );
     assert_eq!(
         f.err(

@@ -59,6 +59,14 @@ struct Bytes {
 }
 
 fn read_bytes(roots: &Roots, raw: &str) -> ToolResult<Bytes> {
+    let (bytes, _) = read_bytes_up_to(roots, raw, u64::MAX)?;
+    Ok(bytes)
+}
+
+/// A file's first `keep` bytes (all of them when it is shorter), and its
+/// size; a file over the size limit is refused as [`read_bytes`] refuses
+/// it, whatever `keep` is. Never holds more than `keep` bytes.
+fn read_bytes_up_to(roots: &Roots, raw: &str, keep: u64) -> ToolResult<(Bytes, u64)> {
     let (root, path) = roots.resolve(raw, Need::Read)?;
     let ws = root.workspace();
     let (file, meta) = ws.open_regular(&path, "use list_directory to see its entries")?;
@@ -66,11 +74,38 @@ fn read_bytes(roots: &Roots, raw: &str) -> ToolResult<Bytes> {
     if meta.len() > max {
         return Err(too_large(&path, meta.len().to_string(), max));
     }
-    // Bounded even so: the file may have grown since its size was read.
-    let data = agent_tools_fs::read_bounded(file, max, meta.len())
-        .map_err(|err| ws.io_error(&err, &path))?
-        .ok_or_else(|| too_large(&path, format!("at least {}", max + 1), max))?;
-    Ok(Bytes { root, path, data })
+    let data = if meta.len() > keep {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, keep), &mut data)
+            .map_err(|err| ws.io_error(&err, &path))?;
+        data
+    } else {
+        // Bounded even so: the file may have grown since its size was read.
+        agent_tools_fs::read_bounded(file, max, meta.len())
+            .map_err(|err| ws.io_error(&err, &path))?
+            .ok_or_else(|| too_large(&path, format!("at least {}", max + 1), max))?
+    };
+    Ok((Bytes { root, path, data }, meta.len()))
+}
+
+/// Whether `read_file` of `args` is brief (see `ToolDef::brief_when`): it
+/// fails at once, or reads a regular file of at most
+/// [`BRIEF_READ_BYTES`](agent_tools::BRIEF_READ_BYTES). A resolution and a
+/// stat beneath the root decide.
+pub(crate) fn read_is_brief(
+    roots: &Roots,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> bool {
+    let Some(raw) = args.get("path").and_then(serde_json::Value::as_str) else {
+        return true;
+    };
+    let Ok((root, path)) = roots.resolve(raw, Need::Read) else {
+        return true;
+    };
+    match root.workspace().metadata(&path) {
+        Ok(meta) => !meta.is_file() || meta.len() <= agent_tools::BRIEF_READ_BYTES,
+        Err(_) => true,
+    }
 }
 
 fn too_large(path: &ConfinedPath, size: String, max: u64) -> ToolError {
@@ -83,21 +118,35 @@ fn too_large(path: &ConfinedPath, size: String, max: u64) -> ToolError {
     )
 }
 
-/// The text of a file: UTF-8, or UTF-16 with its byte order mark. A file
-/// that is not text is `is_binary` (for `read_multiple_files`, whose items
-/// are text).
-pub(crate) fn read_text(roots: &Roots, raw: &str) -> ToolResult<String> {
-    let bytes = read_bytes(roots, raw)?;
-    match decode_lossy(&bytes.data) {
-        Ok((text, _, _)) => Ok(text),
-        Err(err) => Err(ToolError::new(
-            ErrorCode::IsBinary,
-            format!(
-                "{}: is not a text file ({err}); read it alone with read_file",
-                bytes.path
-            ),
-        )),
+/// The start of a text file (UTF-8, or UTF-16 with its byte order mark),
+/// at most `keep` bytes of it cut on a character boundary, and whether that
+/// is all of it. Only what is kept is read. A file that is not text is
+/// `is_binary` (for `read_multiple_files`, whose items are text).
+pub(crate) fn read_text_up_to(roots: &Roots, raw: &str, keep: u64) -> ToolResult<(String, bool)> {
+    // Three bytes more: a character cut at `keep` decodes whole or not at
+    // all, never as a replacement character.
+    let (bytes, size) = read_bytes_up_to(roots, raw, keep.saturating_add(3))?;
+    let whole = bytes.data.len() as u64 >= size;
+    let mut text = match decode_lossy(&bytes.data) {
+        Ok((text, _, _)) => text,
+        Err(err) => {
+            return Err(ToolError::new(
+                ErrorCode::IsBinary,
+                format!(
+                    "{}: is not a text file ({err}); read it alone with read_file",
+                    bytes.path
+                ),
+            ));
+        }
+    };
+    let fits = text.len() as u64 <= keep;
+    if !fits {
+        let cut =
+            agent_tools_text::truncate_utf8(&text, usize::try_from(keep).unwrap_or(usize::MAX))
+                .len();
+        text.truncate(cut);
     }
+    Ok((text, whole && fits))
 }
 
 /// A file's bytes as the content item its MIME type calls for.

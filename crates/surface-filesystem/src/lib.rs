@@ -163,11 +163,14 @@ impl Surface for FilesystemSurface {
     fn tools(&self) -> Vec<ToolDef<Roots>> {
         vec![
             // The reads of named paths below are brief (see ToolDef::brief):
-            // bounded by max_file_bytes (or 50 paths, or one directory),
-            // opened without blocking, no lock waited on.
+            // bounded by a small size (or the answer's budget over 50
+            // paths, or one directory), opened without blocking, no lock
+            // waited on.
             ToolDef::typed("read_file", content::READ_FILE, false, content::read_file)
                 .titled("Read file", Hints::READ)
-                .brief(),
+                // A large file takes more than a few milliseconds to read
+                // and decode: brief only up to a small size.
+                .brief_when(content::read_is_brief),
             ToolDef::typed(
                 "read_multiple_files",
                 READ_MULTIPLE_FILES,
@@ -329,15 +332,65 @@ fn read_multiple_files(
             args.paths.len()
         )));
     }
-    let content = args
-        .paths
-        .iter()
-        .map(|raw| match content::read_text(roots, raw) {
-            Ok(text) => Content::Text(format!("{raw}:\n{text}")),
-            Err(err) => Content::Text(format!("{raw}:\n[error: {}]", err.message())),
-        })
-        .collect();
+    // Reading stops where the answer's budget does: what is past it would
+    // only be cut away after being read and held (50 files of the size
+    // limit each). Room is kept for the note naming the files not read.
+    let budget = roots
+        .config()
+        .max_output_bytes()
+        .saturating_sub(MULTI_READ_NOTE_ROOM);
+    let mut left = budget;
+    let mut content = Vec::new();
+    let mut unread: Vec<&str> = Vec::new();
+    for raw in &args.paths {
+        let heading = format!("{raw}:\n");
+        if left <= heading.len() {
+            unread.push(raw);
+            continue;
+        }
+        let keep = (left - heading.len()) as u64;
+        let item = match content::read_text_up_to(roots, raw, keep) {
+            Ok((text, true)) => format!("{heading}{text}"),
+            Ok((text, false)) => format!("{heading}{text}\n{}", multi_read_cut(budget)),
+            Err(err) => format!("{heading}[error: {}]", err.message()),
+        };
+        left = left.saturating_sub(item.len());
+        content.push(Content::Text(item));
+    }
+    if !unread.is_empty() {
+        content.push(Content::Text(multi_read_unread(&unread, budget)));
+    }
     Ok(Reply::items(content))
+}
+
+/// Room the answer of `read_multiple_files` keeps for its notes.
+const MULTI_READ_NOTE_ROOM: usize = 2048;
+
+/// The note after a file cut where the answer's budget ran out.
+fn multi_read_cut(budget: usize) -> String {
+    format!(
+        "[cut: the answer's budget of {budget} bytes is spent; read this file alone to see the rest]"
+    )
+}
+
+/// The note naming the files not read because the answer's budget was
+/// spent before them; a long list is cut, with how many it leaves out.
+fn multi_read_unread(unread: &[&str], budget: usize) -> String {
+    let mut note = format!(
+        "[not read: the answer's budget of {budget} bytes was spent before {} more file(s); \
+         read them in another call:",
+        unread.len()
+    );
+    let room = MULTI_READ_NOTE_ROOM - 256;
+    for (shown, raw) in unread.iter().enumerate() {
+        if note.len() + raw.len() + 2 > room {
+            let _ = write!(note, " and {} more", unread.len() - shown);
+            break;
+        }
+        let _ = write!(note, " {raw}");
+    }
+    note.push(']');
+    note
 }
 
 /// mkdir -p of `path`, beneath the root's directory handle; each directory
@@ -545,6 +598,9 @@ fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<Str
     }
     Ok(format!("Successfully deleted {}", args.path))
 }
+
+#[cfg(test)]
+mod read_tests;
 
 #[cfg(test)]
 mod tests {
