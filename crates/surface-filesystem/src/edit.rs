@@ -547,7 +547,7 @@ fn replace_matches(
     let budget = EcmaBudget::default();
     let matches = || {
         regex
-            .matches(text, &budget, request.cancel)
+            .matches(text, template, &budget, request.cancel)
             .map_err(|stop| budget_error(stop, request))
     };
     if template.is_none() && request.limit == 1 {
@@ -861,6 +861,73 @@ mod tests {
             run("hello Hello\n", ci).unwrap_err().code(),
             ErrorCode::AmbiguousMatch
         );
+    }
+}
+
+#[cfg(test)]
+mod bounded_regex {
+    use super::*;
+
+    fn regex(old: &str, new: &str) -> EditItem {
+        EditItem {
+            old_text: old.into(),
+            new_text: new.into(),
+            limit: 0,
+            is_regex: true,
+            case_insensitive: false,
+        }
+    }
+
+    fn run(text: &str, edit: EditItem, cancel: bool) -> ToolResult<String> {
+        apply_all(
+            text,
+            &[edit],
+            false,
+            "/f",
+            1 << 20,
+            &AtomicBool::new(cancel),
+        )
+    }
+
+    #[test]
+    fn the_review_patterns_are_answered_or_refused_by_the_budget() {
+        // Linear: answered at once.
+        let forty = "a".repeat(40);
+        assert_eq!(
+            run(&forty, regex("(a?){40}a{40}", "X"), false).unwrap(),
+            "X"
+        );
+        let line = format!("/* TODO */{}\n", "if(c){return b;}".repeat(15_000));
+        assert_eq!(
+            run(&line, regex("if.*return.*TODO", "X"), false)
+                .unwrap_err()
+                .code(),
+            ErrorCode::NoMatch
+        );
+        // regress, over its step budget: refused, naming it.
+        let long = format!("{}b", "a".repeat(3000));
+        let err = run(&long, regex("(?=a*)a*a*a*b", "X"), false).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::TooLarge);
+        assert!(err.message().contains("step budget"), "{}", err.message());
+        assert!(
+            err.message().contains("nothing was written"),
+            "{}",
+            err.message()
+        );
+        // Within it: matched.
+        assert_eq!(run("aab", regex("(?=a*)a*a*a*b", "X"), false).unwrap(), "X");
+    }
+
+    #[test]
+    fn a_cancelled_regex_edit_stops() {
+        for pattern in ["a", "(?=a)a"] {
+            let err = run("aaa", regex(pattern, "b"), true).unwrap_err();
+            assert_eq!(
+                err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+                Some(&serde_json::json!(true)),
+                "{pattern}"
+            );
+        }
     }
 }
 

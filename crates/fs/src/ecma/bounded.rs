@@ -116,7 +116,7 @@ fn holds_backref(sequence: &[Item]) -> bool {
 
 /// The one-character item every match of `sequence` starts with, if it
 /// is plain to see.
-fn first_atom(sequence: &[Item]) -> Option<&str> {
+pub(crate) fn first_atom(sequence: &[Item]) -> Option<&str> {
     for item in sequence {
         match item {
             Item::Assertion(_) => continue,

@@ -54,9 +54,22 @@ pub(crate) struct Linear {
     regex: Regex,
     /// It has `^` or `$`.
     line_anchors: bool,
-    /// Matches and groups are where regress puts them, not only lines.
-    spans_alike: bool,
+    /// A repetition past its minimum of something that can match empty:
+    /// where matches end may differ from regress.
+    empty_rounds: bool,
+    /// Capture groups inside a repetition: what they hold may differ.
+    repeated_groups: Vec<u32>,
 }
+
+/// Why the linear engine does not answer for a text.
+pub(crate) const NOT_READ_ALIKE: &str = "it has a lookaround, a backreference, `\\B` or another \
+     construct the linear engine does not read as ECMAScript does";
+const EMPTY_ROUNDS: &str = "it repeats something that can match empty, whose rounds ECMAScript \
+     ends its own way";
+const REPEATED_GROUP: &str = "newText refers to a capture group inside a repetition, which \
+     ECMAScript clears at each round";
+const LINE_ENDS: &str = "the text has U+2028, U+2029 or `\\r\\n` line ends, which `^` and `$` \
+     meet in ECMAScript only";
 
 impl Linear {
     /// The linear engine for `pattern`, if it reads it as regress does.
@@ -69,7 +82,8 @@ impl Linear {
             groups: 0,
             repeated_depth: 0,
             line_anchors: false,
-            spans_alike: true,
+            empty_rounds: false,
+            repeated_groups: Vec::new(),
         };
         let hir = translator.alternatives(&shape.alternatives)?;
         if translator.groups as usize != shape.groups {
@@ -82,13 +96,24 @@ impl Linear {
         Some(Linear {
             regex,
             line_anchors: translator.line_anchors,
-            spans_alike: translator.spans_alike,
+            empty_rounds: translator.empty_rounds,
+            repeated_groups: translator.repeated_groups,
         })
     }
 
-    /// Whether matches (not only matching lines) agree with regress.
-    pub fn spans_alike(&self) -> bool {
-        self.spans_alike
+    /// Whether the matches in `text`, and the groups `reads` asks for,
+    /// agree with regress's; if not, why.
+    pub fn spans_alike(&self, text: &str, reads: impl Fn(u32) -> bool) -> Result<(), &'static str> {
+        if self.empty_rounds {
+            return Err(EMPTY_ROUNDS);
+        }
+        if self.repeated_groups.iter().any(|&group| reads(group)) {
+            return Err(REPEATED_GROUP);
+        }
+        if !self.fits(text) {
+            return Err(LINE_ENDS);
+        }
+        Ok(())
     }
 
     /// Whether `text` is one this engine reads as regress does: without
@@ -142,7 +167,8 @@ struct Translator<'s> {
     /// How many repetitions (past one round) enclose the current item.
     repeated_depth: usize,
     line_anchors: bool,
-    spans_alike: bool,
+    empty_rounds: bool,
+    repeated_groups: Vec<u32>,
 }
 
 impl Translator<'_> {
@@ -201,7 +227,7 @@ impl Translator<'_> {
                         self.groups += 1;
                         let index = self.groups;
                         if self.repeated_depth > 0 {
-                            self.spans_alike = false;
+                            self.repeated_groups.push(index);
                         }
                         let inner = self.alternatives(alternatives)?;
                         Hir::capture(Capture {
@@ -225,7 +251,7 @@ impl Translator<'_> {
         };
         let past_minimum = quant.max.is_none_or(|max| max > quant.min);
         if past_minimum && sub.properties().minimum_len() == Some(0) {
-            self.spans_alike = false;
+            self.empty_rounds = true;
         }
         Hir::repetition(Repetition {
             min: quant.min,
@@ -312,10 +338,17 @@ mod tests {
     }
 
     #[test]
-    fn spans_alike_only_without_empty_rounds_or_repeated_captures() {
-        assert!(linear("(a+)b", false).unwrap().spans_alike());
-        assert!(linear("(?:a?){3}", false).unwrap().spans_alike());
-        assert!(!linear("(?:a|)*", false).unwrap().spans_alike());
-        assert!(!linear("(?:(a)|b)+", false).unwrap().spans_alike());
+    fn spans_alike_only_without_empty_rounds_or_repeated_captures_read() {
+        let alike = |pattern: &str, group: u32| {
+            linear(pattern, false)
+                .unwrap()
+                .spans_alike("text", |read| read == group)
+                .is_ok()
+        };
+        assert!(alike("(a+)b", 1));
+        assert!(alike("(?:a?){3}", 0));
+        assert!(!alike("(?:a|)*", 0));
+        assert!(!alike("(?:(a)|b)+", 1));
+        assert!(alike("(?:(a)|b)+", 0));
     }
 }

@@ -197,11 +197,13 @@ impl fmt::Display for LinesOverBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} line(s) not searched: this pattern needs the backtracking engine (it has a \
-             lookaround, a backreference, `\\B` or a construct the linear engine does not \
-             read alike), whose step budget of {:.0e} covers lines of up to {} bytes, and the \
-             longest is {} bytes",
-            self.count, self.budget, self.allowed, self.longest
+            "{} line(s) not searched: this pattern needs the backtracking engine ({}), whose \
+             step budget of {:.0e} covers lines of up to {} bytes, and the longest is {} bytes",
+            self.count,
+            super::linear::NOT_READ_ALIKE,
+            self.budget,
+            self.allowed,
+            self.longest
         )
     }
 }
@@ -349,6 +351,7 @@ impl Matcher for EcmaMatcher {
         match matcher.over_budget() {
             Some(over) => Err(EcmaStop::OverBudget {
                 what: "a line".into(),
+                why: super::linear::NOT_READ_ALIKE,
                 bytes: over.longest,
                 bound: self
                     .regex

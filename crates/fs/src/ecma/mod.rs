@@ -31,7 +31,9 @@
 //! regex.check_template(&template).unwrap();
 //! let text = "one\ntwo";
 //! let cancel = AtomicBool::new(false);
-//! let mut found = regex.matches(text, &EcmaBudget::default(), &cancel).unwrap();
+//! let mut found = regex
+//!     .matches(text, Some(&template), &EcmaBudget::default(), &cancel)
+//!     .unwrap();
 //! let first = found.next().unwrap().unwrap();
 //! let mut out = String::new();
 //! template.expand_into(&first, text, &mut out);
@@ -148,15 +150,15 @@ impl Default for EcmaBudget {
 pub enum EcmaStop {
     /// The text is too long for regress under the step budget.
     #[error(
-        "regex refused for {what}: this pattern needs the backtracking engine (it has a \
-         lookaround, a backreference, `\\B` or a construct the linear engine does not read \
-         alike), which could take up to {bound:.1e} steps on its {bytes} bytes, over the \
-         step budget of {budget:.0e}; drop the lookaround or backreference, or search a \
-         shorter text"
+        "regex refused for {what}: this needs the backtracking engine ({why}), which could \
+         take up to {bound:.1e} steps on its {bytes} bytes, over the step budget of \
+         {budget:.0e}; simplify the pattern, or work on a shorter text"
     )]
     OverBudget {
-        /// What was refused (`the text`, `line 3`).
+        /// What was refused (`the text`, `a line`).
         what: String,
+        /// Why the linear engine could not answer.
+        why: &'static str,
         /// Its length in bytes.
         bytes: usize,
         /// Its step bound.
@@ -366,25 +368,33 @@ impl EcmaRegex {
     }
 
     /// The matches in `text`, left to right, not overlapping: from the
-    /// linear engine when it places them as regress does, else from
-    /// regress when the text's step bound is within `budget.steps`.
+    /// linear engine when it places them, and the groups `template`
+    /// inserts, as regress does; else from regress when the text's step
+    /// bound is within `budget.steps`.
     pub fn matches<'a>(
         &'a self,
         text: &'a str,
+        template: Option<&Template>,
         budget: &EcmaBudget,
         cancel: &'a AtomicBool,
     ) -> Result<Matches<'a>, EcmaStop> {
-        let engine = match &self.linear {
-            Some(linear) if linear.spans_alike() && linear.fits(text) => Engine::Linear {
+        let reads = |group: u32| template.is_some_and(|t| t.reads(group as usize));
+        let alike = match &self.linear {
+            Some(linear) => linear.spans_alike(text, reads).map(|()| linear),
+            None => Err(linear::NOT_READ_ALIKE),
+        };
+        let engine = match alike {
+            Ok(linear) => Engine::Linear {
                 linear,
                 text,
                 at: 0,
             },
-            _ => {
+            Err(why) => {
                 let bound = self.cost.bound(Extent::text(text));
                 if bound > budget.steps {
                     return Err(EcmaStop::OverBudget {
                         what: "the text".into(),
+                        why,
                         bytes: text.len(),
                         bound,
                         budget: budget.steps,
@@ -398,6 +408,12 @@ impl EcmaRegex {
             cancel,
             done: false,
         })
+    }
+
+    /// At most how many steps regress could take searching all of `text`
+    /// (see the module's notes); infinite when past counting.
+    pub fn step_bound(&self, text: &str) -> f64 {
+        self.cost.bound(Extent::text(text))
     }
 
     /// The first match of regress itself in `text` at or after byte

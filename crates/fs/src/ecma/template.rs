@@ -55,6 +55,13 @@ impl Template {
         Template { parts }
     }
 
+    /// Whether it inserts group `index` (0: the whole match).
+    pub fn reads(&self, index: usize) -> bool {
+        self.parts
+            .iter()
+            .any(|part| matches!(part, Part::Group(group, _) if *group == index))
+    }
+
     /// The highest group referred to, with the reference as written.
     pub fn highest_group(&self) -> Option<(usize, &str)> {
         self.parts

@@ -9,7 +9,7 @@ use super::*;
 fn all(regex: &EcmaRegex, text: &str) -> Vec<Found> {
     let cancel = AtomicBool::new(false);
     regex
-        .matches(text, &EcmaBudget::default(), &cancel)
+        .matches(text, None, &EcmaBudget::default(), &cancel)
         .unwrap()
         .map(Result::unwrap)
         .collect()
