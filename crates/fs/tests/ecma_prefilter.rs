@@ -42,6 +42,9 @@ fn piece() -> impl Strategy<Value = String> {
         Just("*"),
         Just("?"),
         Just("{2}"),
+        Just("*?"),
+        Just("??"),
+        Just("{1,3}"),
     ];
     (atom, quant).prop_map(|(atom, quant)| {
         if matches!(atom.as_str(), "^" | "$" | r"\b" | "(?=a)") {

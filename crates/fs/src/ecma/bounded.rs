@@ -227,19 +227,22 @@ impl Members {
 pub(crate) struct CharSets {
     case_insensitive: bool,
     known: HashMap<String, Option<Members>>,
+    /// How many items were run through regress.
+    sampled: usize,
 }
+
+/// At most this many items of one pattern are run through regress (each
+/// costs a pass over 64 K characters); past it an item's set is unknown,
+/// which every user takes the cautious way.
+const MAX_SAMPLED: usize = 256;
 
 impl CharSets {
     pub fn new(case_insensitive: bool) -> CharSets {
         CharSets {
             case_insensitive,
             known: HashMap::new(),
+            sampled: 0,
         }
-    }
-
-    /// How many distinct items have been sampled.
-    pub fn sampled(&self) -> usize {
-        self.known.len()
     }
 
     /// Whether no character is matched by both. An item whose set cannot
@@ -261,7 +264,11 @@ impl CharSets {
         let members = match literal(source) {
             // A literal without case folding is itself alone.
             Some(c) if !self.case_insensitive => Some(Members::one(c)),
-            _ => sample(source, self.case_insensitive),
+            _ if self.sampled >= MAX_SAMPLED => return None,
+            _ => {
+                self.sampled += 1;
+                sample(source, self.case_insensitive)
+            }
         };
         self.known.insert(source.to_string(), members.clone());
         members

@@ -44,10 +44,6 @@ use regex_syntax::hir::{Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, Lo
 use super::bounded::CharSets;
 use super::shape::{Assertion, GroupKind, Item, Quant, Shape};
 
-/// At most this many distinct one-character items are sampled for one
-/// pattern (each costs one pass of regress over 64 K characters).
-const MAX_SAMPLED: usize = 256;
-
 /// A pattern the Rust engine matches as regress does.
 #[derive(Debug, Clone)]
 pub(crate) struct Linear {
@@ -191,10 +187,9 @@ impl Translator<'_> {
     fn item(&mut self, item: &Item) -> Option<Hir> {
         match item {
             Item::Atom { source, quant } => {
+                // Unknown (past the sampling cap, or not one character):
+                // left to regress.
                 let members = self.sets.members(source)?;
-                if self.sets.sampled() > MAX_SAMPLED {
-                    return None;
-                }
                 let ranges = members
                     .ranges()
                     .into_iter()
