@@ -394,6 +394,72 @@ fn invalid_and_exploding_regexes_are_refused() {
 }
 
 #[test]
+fn the_review_regexes_answer_or_are_refused_by_the_step_budget() {
+    let (roots, mut client) = three_roots();
+    let dir = roots.first.join("budget");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bundle: String = (0..4000)
+        .map(|i| {
+            format!(
+                "function f{i}(a,b){{var c=a+b;if(c>{}){{return c*2;}}return b;}}",
+                i % 97
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("bundle.min.js"), format!("/* TODO: */{bundle}\n")).unwrap();
+    std::fs::write(dir.join("forty.txt"), format!("{}\n", "a".repeat(40))).unwrap();
+    std::fs::write(dir.join("long.txt"), format!("{}\n", "a".repeat(3000))).unwrap();
+    let shown = p(&dir);
+    // The linear engine answers these at once.
+    let grep = |client: &mut McpClient, regex: &str| {
+        ok1(
+            client,
+            "grep_files",
+            json!({"regex": regex, "directory": &shown}),
+        )
+    };
+    assert_eq!(grep(&mut client, "if.*return.*TODO"), "[0 matches]\n");
+    // (The 3,000-character line is shown cut.)
+    let out = grep(&mut client, "(a?){40}a{40}");
+    let forty_line = format!("{shown}/forty.txt:1:{}\n", "a".repeat(40));
+    assert!(out.starts_with(&forty_line), "{out}");
+    assert!(out.contains(&format!("\n{shown}/long.txt:1:aaa")), "{out}");
+    assert!(out.ends_with("\n[2 matches]\n"), "{out}");
+    // A lookahead needs regress: lines over its step budget are named.
+    let out = grep(&mut client, "(?=a*)a*a*a*b");
+    assert!(
+        out.starts_with("[0 matches]\n[2 path(s) skipped: "),
+        "{out}"
+    );
+    assert!(out.contains("long.txt (1 line(s) not searched"), "{out}");
+    assert!(out.contains("step budget"), "{out}");
+    // Edits: answered by the linear engine, or refused and left as they were.
+    let forty = dir.join("forty.txt");
+    ok1(
+        &mut client,
+        "edit_file",
+        edit(
+            &forty,
+            json!([{"oldText": "(a?){40}a{40}", "newText": "X", "isRegex": true}]),
+        ),
+    );
+    assert_eq!(read(&forty), "X\n");
+    let long = dir.join("long.txt");
+    let (code, message) = rpc_error(
+        &mut client,
+        "edit_file",
+        edit(
+            &long,
+            json!([{"oldText": "(?=a*)a*a*a*b", "newText": "", "isRegex": true}]),
+        ),
+    );
+    assert_eq!(code, -32603);
+    assert!(message.contains("step budget"), "{message}");
+    assert!(message.contains("nothing was written"), "{message}");
+    assert_eq!(read(&long), format!("{}\n", "a".repeat(3000)));
+}
+
+#[test]
 fn case_insensitive_literal_and_regex() {
     let (roots, mut client) = three_roots();
     let file = roots.first.join("c.txt");

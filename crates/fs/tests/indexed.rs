@@ -195,6 +195,7 @@ fn ecma_greps(tools: &FileTools) -> Vec<(String, Result<String, String>)> {
             matcher: &matcher,
             context: 1,
             max_matches: 100_000,
+            budget: Default::default(),
         };
         for dir in ["", "src", "build"] {
             let Ok(base) = tools
@@ -502,6 +503,7 @@ fn a_file_written_into_an_ignored_directory_is_found_by_the_very_next_query() {
         matcher: &matcher,
         context: 0,
         max_matches: 100,
+        budget: Default::default(),
     };
     let base = indexed.workspace().resolve_dir(Some("."), "dir").unwrap();
     let everything = FindOptions {
@@ -566,6 +568,7 @@ fn an_ecmascript_search_reads_past_a_nul_after_its_binary_probe() {
         matcher: &matcher,
         context: 0,
         max_matches: 100,
+        budget: Default::default(),
     };
     let base = indexed.workspace().resolve_dir(Some("."), "dir").unwrap();
     let found = indexed

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
-use agent_tools_fs::ecma::{EcmaError, EcmaRegex, Template};
+use agent_tools_fs::ecma::{EcmaBudget, EcmaError, EcmaRegex, EcmaStop, Template};
 use agent_tools_fs::tolerant::{self, Verdict};
 use agent_tools_fs::{Expected, FileStamp, open_regular, read_only, write_atomic};
 use agent_tools_text::{DecodeError, LineEnding, TextFile};
@@ -107,8 +107,18 @@ files they match. One result item per file; a file that fails is reported in its
 the call (-32002), as does a match outside the allowed directories (-32001). This rewrites \
 many files at once: preview with dryRun: true first.";
 
-pub(crate) fn edit_file(roots: &Roots, args: EditFileArgs, _: &CallContext) -> ToolResult<String> {
-    edit_one(roots, &args.path, &args.edits, args.dry_run)
+pub(crate) fn edit_file(
+    roots: &Roots,
+    args: EditFileArgs,
+    call: &CallContext,
+) -> ToolResult<String> {
+    edit_one(
+        roots,
+        &args.path,
+        &args.edits,
+        args.dry_run,
+        call.cancel.flag(),
+    )
 }
 
 pub(crate) fn edit_files(
@@ -144,15 +154,17 @@ pub(crate) fn edit_files(
     let items = targets
         .iter()
         .map(|target| {
-            Content::Text(match edit_one(roots, target, &args.edits, args.dry_run) {
-                Ok(text) if text == NO_CHANGES => format!("{target}: {text}"),
-                Ok(text) => text,
-                Err(err) => format!(
-                    "{target}: [error {}] {}",
-                    rpc_code(err.code()),
-                    err.message()
-                ),
-            })
+            Content::Text(
+                match edit_one(roots, target, &args.edits, args.dry_run, call.cancel.flag()) {
+                    Ok(text) if text == NO_CHANGES => format!("{target}: {text}"),
+                    Ok(text) => text,
+                    Err(err) => format!(
+                        "{target}: [error {}] {}",
+                        rpc_code(err.code()),
+                        err.message()
+                    ),
+                },
+            )
         })
         .collect();
     Ok(Reply::items(items))
@@ -207,7 +219,13 @@ pub(crate) fn split_glob(absolute: &str) -> (String, String) {
 }
 
 /// One file: resolve, read, edit in memory, then diff or write.
-fn edit_one(roots: &Roots, raw: &str, edits: &[EditItem], dry_run: bool) -> ToolResult<String> {
+fn edit_one(
+    roots: &Roots,
+    raw: &str,
+    edits: &[EditItem],
+    dry_run: bool,
+    cancel: &AtomicBool,
+) -> ToolResult<String> {
     let need = if dry_run { Need::Read } else { Need::Write };
     let (root, path) = roots.resolve(raw, need)?;
     let shown = root.shown(&path);
@@ -246,7 +264,7 @@ fn edit_one(roots: &Roots, raw: &str, edits: &[EditItem], dry_run: bool) -> Tool
     } else {
         original.clone()
     };
-    let edited = apply_all(&working, edits, crlf, &shown, max)?;
+    let edited = apply_all(&working, edits, crlf, &shown, max, cancel)?;
     let edited = if crlf {
         LineEnding::CrLf.apply(&edited).into_owned()
     } else {
@@ -378,6 +396,7 @@ fn apply_all(
     crlf: bool,
     shown: &str,
     max: u64,
+    cancel: &AtomicBool,
 ) -> ToolResult<String> {
     let mut current = text.to_string();
     for (index, edit) in edits.iter().enumerate() {
@@ -401,6 +420,7 @@ fn apply_all(
             limit,
             shown,
             max,
+            cancel,
         };
         current = apply_one(&current, edit, &request).map_err(|err| err.with_prefix(prefix))?;
     }
@@ -414,6 +434,8 @@ struct Request<'a> {
     limit: usize,
     shown: &'a str,
     max: u64,
+    /// Read before every regex match.
+    cancel: &'a AtomicBool,
 }
 
 fn apply_one(text: &str, edit: &EditItem, request: &Request<'_>) -> ToolResult<String> {
@@ -511,7 +533,10 @@ fn lines_of(text: &str, starts: &[usize]) -> String {
 }
 
 /// Regex (or case-insensitive literal) replacement of up to `limit`
-/// matches. A case-insensitive literal keeps the uniqueness guard.
+/// matches. A case-insensitive literal keeps the uniqueness guard. The
+/// matching is bounded (see `agent_tools_fs::ecma`): a text too long for
+/// the pattern's step budget is refused, and a cancelled call stops
+/// between matches.
 fn replace_matches(
     text: &str,
     regex: &EcmaRegex,
@@ -519,18 +544,35 @@ fn replace_matches(
     template: Option<&Template>,
     what: &str,
 ) -> ToolResult<String> {
+    let budget = EcmaBudget::default();
+    let matches = || {
+        regex
+            .matches(text, template, &budget, request.cancel)
+            .map_err(|stop| budget_error(stop, request))
+    };
     if template.is_none() && request.limit == 1 {
-        let starts: Vec<usize> = regex.find_iter(text).map(|found| found.start()).collect();
-        if starts.len() > 1 {
+        // The first few starts are named; the rest only counted.
+        let mut first = Vec::new();
+        let mut count = 0usize;
+        for found in matches()? {
+            let found = found.map_err(|stop| budget_error(stop, request))?;
+            if first.len() < 5 {
+                first.push(found.start());
+            }
+            count += 1;
+        }
+        if count > 1 {
+            let mut named = lines_of(text, &first);
+            if count > first.len() {
+                named.push_str(&format!(", and {} more", count - first.len()));
+            }
             return Err(ToolError::new(
                 ErrorCode::AmbiguousMatch,
                 format!(
-                    "oldText is not unique: found {} case-insensitive occurrences in {} (at {}); \
-                     add surrounding lines so it matches one place, or set limit: 0 (all) or \
-                     limit: N",
-                    starts.len(),
+                    "oldText is not unique: found {count} case-insensitive occurrences in {} \
+                     (at {named}); add surrounding lines so it matches one place, or set \
+                     limit: 0 (all) or limit: N",
                     request.shown,
-                    lines_of(text, &starts)
                 ),
             ));
         }
@@ -543,7 +585,8 @@ fn replace_matches(
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut count = 0;
-    for found in regex.find_iter(text).take(take) {
+    for found in matches()?.take(take) {
+        let found = found.map_err(|stop| budget_error(stop, request))?;
         out.push_str(&text[last..found.start()]);
         match template {
             Some(template) => template.expand_into(&found, text, &mut out),
@@ -559,6 +602,21 @@ fn replace_matches(
     out.push_str(&text[last..]);
     check_size(&out, request)?;
     Ok(out)
+}
+
+/// A match that stopped: cancelled, or refused for the step budget (named
+/// with the file, nothing written).
+fn budget_error(stop: EcmaStop, request: &Request<'_>) -> ToolError {
+    match stop {
+        EcmaStop::Cancelled => ToolError::from(stop),
+        _ => {
+            let err = ToolError::from(stop);
+            ToolError::new(
+                err.code(),
+                format!("{}: {}; nothing was written", request.shown, err.message()),
+            )
+        }
+    }
 }
 
 /// A line of the text: where it starts, where its content ends (before
@@ -763,7 +821,7 @@ mod tests {
     }
 
     fn run(text: &str, edit: EditItem) -> ToolResult<String> {
-        apply_all(text, &[edit], false, "/f", 1 << 20)
+        apply_all(text, &[edit], false, "/f", 1 << 20, &AtomicBool::new(false))
     }
 
     #[test]
@@ -807,6 +865,73 @@ mod tests {
 }
 
 #[cfg(test)]
+mod bounded_regex {
+    use super::*;
+
+    fn regex(old: &str, new: &str) -> EditItem {
+        EditItem {
+            old_text: old.into(),
+            new_text: new.into(),
+            limit: 0,
+            is_regex: true,
+            case_insensitive: false,
+        }
+    }
+
+    fn run(text: &str, edit: EditItem, cancel: bool) -> ToolResult<String> {
+        apply_all(
+            text,
+            &[edit],
+            false,
+            "/f",
+            1 << 20,
+            &AtomicBool::new(cancel),
+        )
+    }
+
+    #[test]
+    fn the_review_patterns_are_answered_or_refused_by_the_budget() {
+        // Linear: answered at once.
+        let forty = "a".repeat(40);
+        assert_eq!(
+            run(&forty, regex("(a?){40}a{40}", "X"), false).unwrap(),
+            "X"
+        );
+        let line = format!("/* TODO */{}\n", "if(c){return b;}".repeat(15_000));
+        assert_eq!(
+            run(&line, regex("if.*return.*TODO", "X"), false)
+                .unwrap_err()
+                .code(),
+            ErrorCode::NoMatch
+        );
+        // regress, over its step budget: refused, naming it.
+        let long = format!("{}b", "a".repeat(3000));
+        let err = run(&long, regex("(?=a*)a*a*a*b", "X"), false).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::TooLarge);
+        assert!(err.message().contains("step budget"), "{}", err.message());
+        assert!(
+            err.message().contains("nothing was written"),
+            "{}",
+            err.message()
+        );
+        // Within it: matched.
+        assert_eq!(run("aab", regex("(?=a*)a*a*a*b", "X"), false).unwrap(), "X");
+    }
+
+    #[test]
+    fn a_cancelled_regex_edit_stops() {
+        for pattern in ["a", "(?=a)a"] {
+            let err = run("aaa", regex(pattern, "b"), true).unwrap_err();
+            assert_eq!(
+                err.fields().get(agent_tools_fs::CANCELLED_FIELD),
+                Some(&serde_json::json!(true)),
+                "{pattern}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
 mod near_miss {
     use super::*;
 
@@ -820,7 +945,7 @@ mod near_miss {
             is_regex: false,
             case_insensitive: false,
         };
-        let result = apply_all(text, &[edit], false, "/f", 1 << 20);
+        let result = apply_all(text, &[edit], false, "/f", 1 << 20, &AtomicBool::new(false));
         let err = result.unwrap_err();
         assert_eq!(err.code(), ErrorCode::AmbiguousMatch);
         assert!(err.message().contains("wrong place"), "{}", err.message());

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use agent_tools::{CallContext, ErrorCode, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
-use agent_tools_fs::ecma::{EcmaMatcher, EcmaRegex, EcmaSearch, FileLines};
+use agent_tools_fs::ecma::{EcmaBudget, EcmaMatcher, EcmaRegex, EcmaSearch, FileLines};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -192,6 +192,7 @@ pub(crate) fn grep_files(roots: &Roots, args: GrepArgs, call: &CallContext) -> T
             matcher: &matcher,
             context: args.context_lines as usize,
             max_matches: max_results.saturating_sub(count(&found)),
+            budget: EcmaBudget::default(),
         };
         let result = walk.root.services().files().ecma_search(
             &walk.base,

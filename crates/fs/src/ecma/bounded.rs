@@ -39,6 +39,7 @@ pub(crate) fn check(alternatives: &[Vec<Item>], sets: &mut CharSets) -> Result<(
             if let Item::Group {
                 alternatives: inner,
                 quant,
+                ..
             } = item
             {
                 if quant.is_some_and(Quant::repeats) {
@@ -115,10 +116,10 @@ fn holds_backref(sequence: &[Item]) -> bool {
 
 /// The one-character item every match of `sequence` starts with, if it
 /// is plain to see.
-fn first_atom(sequence: &[Item]) -> Option<&str> {
+pub(crate) fn first_atom(sequence: &[Item]) -> Option<&str> {
     for item in sequence {
         match item {
-            Item::Assertion => continue,
+            Item::Assertion(_) => continue,
             Item::Atom { source, quant } if quant.is_none_or(|q| q.min >= 1) => {
                 return Some(source);
             }
@@ -142,6 +143,7 @@ fn unbounded_items(sequence: &[Item]) -> Vec<&Item> {
             Item::Group {
                 alternatives,
                 quant,
+                ..
             } => {
                 if quant.is_some_and(Quant::unbounded) {
                     found.push(item);
@@ -150,70 +152,191 @@ fn unbounded_items(sequence: &[Item]) -> Vec<&Item> {
                     found.extend(unbounded_items(seq));
                 }
             }
-            Item::Assertion => {}
+            Item::Assertion(_) => {}
         }
     }
     found
 }
 
-/// The highest code point sampled when comparing character sets: the
-/// Basic Multilingual Plane, where the sets of real patterns differ.
+/// The highest code point sampled one by one: the Basic Multilingual
+/// Plane, where the sets of real patterns differ.
 const SAMPLED: u32 = 0xFFFF;
 
-/// Which characters one-character items match, as regress says.
+/// Characters past the Basic Multilingual Plane asked about: a
+/// one-character item of a pattern without such characters in it holds
+/// either all of them (`.`, `[^a]`, `\S`) or none, so a few stand for the
+/// rest, and a disagreement among them means the item is not understood.
+const ASTRAL_PROBES: [char; 3] = ['\u{10000}', '\u{1F600}', '\u{10FFFF}'];
+
+/// The characters a one-character item matches, as regress says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Members {
+    /// One bit per code point up to [`SAMPLED`].
+    bmp: Vec<u64>,
+    /// Whether it matches every character past the Basic Multilingual Plane
+    /// (else none of them).
+    astral: bool,
+}
+
+impl Members {
+    fn one(c: char) -> Members {
+        let mut bmp = vec![0u64; (SAMPLED as usize + 1).div_ceil(64)];
+        let code = c as u32;
+        bmp[code as usize / 64] |= 1 << (code % 64);
+        Members { bmp, astral: false }
+    }
+
+    /// Whether no character is in both.
+    fn disjoint(&self, other: &Members) -> bool {
+        !(self.astral && other.astral) && self.bmp.iter().zip(&other.bmp).all(|(x, y)| x & y == 0)
+    }
+
+    /// Whether `c` is a member.
+    pub fn contains(&self, c: char) -> bool {
+        let code = c as u32;
+        if code > SAMPLED {
+            return self.astral;
+        }
+        self.bmp[code as usize / 64] & (1 << (code % 64)) != 0
+    }
+
+    /// The members as ranges of code points, in order.
+    pub fn ranges(&self) -> Vec<(char, char)> {
+        let mut ranges: Vec<(char, char)> = Vec::new();
+        for code in 0..=SAMPLED {
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
+            if !self.contains(c) {
+                continue;
+            }
+            match ranges.last_mut() {
+                Some((_, end)) if (*end as u32) + 1 == code => *end = c,
+                _ => ranges.push((c, c)),
+            }
+        }
+        if self.astral {
+            ranges.push(('\u{10000}', char::MAX));
+        }
+        ranges
+    }
+}
+
+/// Which characters one-character items match, as regress says, cached
+/// by their source.
 pub(crate) struct CharSets {
     case_insensitive: bool,
-    known: HashMap<String, Option<Vec<u64>>>,
+    known: HashMap<String, Option<Members>>,
+    /// How many items were run through regress.
+    sampled: usize,
 }
+
+/// At most this many items of one pattern are run through regress (each
+/// costs a pass over 64 K characters); past it an item's set is unknown,
+/// which every user takes the cautious way.
+const MAX_SAMPLED: usize = 256;
 
 impl CharSets {
     pub fn new(case_insensitive: bool) -> CharSets {
         CharSets {
             case_insensitive,
             known: HashMap::new(),
+            sampled: 0,
         }
     }
 
-    /// Whether no sampled character is matched by both. An item whose
-    /// set cannot be sampled (or holds no sampled character) is taken to
-    /// meet every other.
+    /// Whether no character is matched by both. An item whose set cannot
+    /// be told (or is empty) is taken to meet every other.
     pub fn disjoint(&mut self, a: &str, b: &str) -> bool {
         let (Some(a), Some(b)) = (self.members(a), self.members(b)) else {
             return false;
         };
-        a.iter().zip(&b).all(|(x, y)| x & y == 0)
+        a.disjoint(&b)
     }
 
-    fn members(&mut self, source: &str) -> Option<Vec<u64>> {
+    /// The members of the one-character item written `source`; `None`
+    /// when regress refuses it alone, it matches no character, or it
+    /// matches something other than one character.
+    pub fn members(&mut self, source: &str) -> Option<Members> {
         if let Some(known) = self.known.get(source) {
             return known.clone();
         }
-        let members = sample(source, self.case_insensitive);
+        let members = match literal(source) {
+            // A literal without case folding is itself alone.
+            Some(c) if !self.case_insensitive => Some(Members::one(c)),
+            _ if self.sampled >= MAX_SAMPLED => return None,
+            _ => {
+                self.sampled += 1;
+                sample(source, self.case_insensitive)
+            }
+        };
         self.known.insert(source.to_string(), members.clone());
         members
     }
 }
 
-/// The sampled members of a one-character item, as a bit set.
-fn sample(source: &str, case_insensitive: bool) -> Option<Vec<u64>> {
+/// The character a literal item stands for: one plain character, or a
+/// syntax character escaped (what `regress::escape` writes).
+fn literal(source: &str) -> Option<char> {
+    let mut chars = source.chars();
+    let c = match (chars.next()?, chars.next(), chars.next()) {
+        ('\\', Some(c), None) if "^$\\.*+?()[]{}|/-".contains(c) => c,
+        (c, None, None) if c != '.' && c != '\\' => c,
+        _ => return None,
+    };
+    (c as u32 <= SAMPLED).then_some(c)
+}
+
+/// Every sampled character in order, once: what an item is run over.
+fn sample_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        (0..=SAMPLED)
+            .filter_map(char::from_u32)
+            .chain(ASTRAL_PROBES)
+            .collect()
+    })
+}
+
+/// The members of a one-character item: one pass of regress over every
+/// sampled character, each match of which must be one character.
+fn sample(source: &str, case_insensitive: bool) -> Option<Members> {
+    // A character past the plane in the item itself could make it hold
+    // some astral characters and not others.
+    if source.chars().any(|c| c as u32 > SAMPLED) {
+        return None;
+    }
     let flags = regress::Flags {
         icase: case_insensitive,
         ..regress::Flags::default()
     };
-    let regex = regress::Regex::with_flags(&format!("^(?:{source})$"), flags).ok()?;
-    let mut bits = vec![0u64; (SAMPLED as usize + 1).div_ceil(64)];
+    let regex = regress::Regex::with_flags(&format!("(?:{source})"), flags).ok()?;
+    let text = sample_text();
+    let mut members = Members {
+        bmp: vec![0u64; (SAMPLED as usize + 1).div_ceil(64)],
+        astral: false,
+    };
     let mut any = false;
-    let mut buffer = [0u8; 4];
-    for code in 0..=SAMPLED {
-        let Some(c) = char::from_u32(code) else {
-            continue;
+    let mut astral = 0;
+    for found in regex.find_iter(text) {
+        let mut chars = text[found.range()].chars();
+        let (Some(c), None) = (chars.next(), chars.next()) else {
+            return None;
         };
-        if regex.find(c.encode_utf8(&mut buffer)).is_some() {
-            bits[code as usize / 64] |= 1 << (code % 64);
-            any = true;
+        let code = c as u32;
+        if code > SAMPLED {
+            astral += 1;
+        } else {
+            members.bmp[code as usize / 64] |= 1 << (code % 64);
         }
+        any = true;
     }
-    any.then_some(bits)
+    match astral {
+        0 => {}
+        n if n == ASTRAL_PROBES.len() => members.astral = true,
+        _ => return None,
+    }
+    any.then_some(members)
 }
 
 #[cfg(test)]
@@ -245,6 +368,27 @@ mod tests {
         ] {
             assert!(verdict(pattern).is_err(), "{pattern}");
         }
+    }
+
+    #[test]
+    fn literals_are_themselves_and_agree_with_regress() {
+        let mut plain = CharSets::new(false);
+        for source in ["a", "é", r"\.", r"\$", "-", "{"] {
+            let shortcut = plain.members(source);
+            assert_eq!(shortcut, sample(source, false), "{source}");
+        }
+        assert_eq!(literal("\u{1F600}"), None);
+        assert_eq!(literal("."), None);
+        assert_eq!(literal(r"\d"), None);
+    }
+
+    #[test]
+    fn astral_characters_are_told_apart() {
+        let mut sets = CharSets::new(false);
+        // Both hold every character past U+FFFF, though not one in common
+        // below it.
+        assert!(!sets.disjoint(r"[^\0-\u7FFF]", r"[^\u8000-\uFFFF]"));
+        assert!(sets.disjoint("a", "b"));
     }
 
     #[test]

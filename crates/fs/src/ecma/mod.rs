@@ -8,34 +8,55 @@
 //! prefilter that can skip text but never decides a match (see
 //! [`EcmaMatcher`]).
 //!
-//! Bounded work: regress backtracks and has no step limit, so a pattern of
-//! a shape known to take exponential time is refused at compile time (see
-//! `bounded`), patterns are at most [`MAX_PATTERN_BYTES`], and the callers
-//! bound the text one match attempt sees (a line for search, a file under
-//! the size limit for edits).
+//! Bounded work. regress backtracks, has no step limit, and a thread
+//! inside it cannot be stopped, so it is given only texts whose work is
+//! known to be small:
+//!
+//! - when the Rust regex engine reads the pattern exactly as regress does
+//!   (see `linear`), it searches instead, in time linear in the text;
+//! - otherwise regress runs only on a text whose step bound (see `cost`)
+//!   is within [`EcmaBudget::steps`]; a longer one is refused
+//!   ([`EcmaStop::OverBudget`]);
+//! - shapes known to take exponential time are refused at compile time
+//!   (see `bounded`), patterns are at most [`MAX_PATTERN_BYTES`];
+//! - a search checks its cancel flag at every line and every match, and a
+//!   content search gives regress at most [`EcmaBudget::call_time`] in all.
 //!
 //! ```
-//! use agent_tools_fs::ecma::{EcmaRegex, Template};
+//! use std::sync::atomic::AtomicBool;
+//! use agent_tools_fs::ecma::{EcmaBudget, EcmaRegex, Template};
 //!
 //! let regex = EcmaRegex::new("^(.*)$", false).unwrap();
 //! let template = Template::parse("\"$1\"");
 //! regex.check_template(&template).unwrap();
 //! let text = "one\ntwo";
-//! let found = regex.find_iter(text).next().unwrap();
+//! let cancel = AtomicBool::new(false);
+//! let mut found = regex
+//!     .matches(text, Some(&template), &EcmaBudget::default(), &cancel)
+//!     .unwrap();
+//! let first = found.next().unwrap().unwrap();
 //! let mut out = String::new();
-//! template.expand_into(&found, text, &mut out);
+//! template.expand_into(&first, text, &mut out);
 //! assert_eq!(out, "\"one\"");
 //! ```
 
 mod bounded;
+mod cost;
+mod linear;
 mod matcher;
 mod search;
 mod shape;
 mod template;
 
 use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-pub use matcher::EcmaMatcher;
+use cost::Extent;
+use linear::Linear;
+
+pub use matcher::{EcmaMatcher, LineMatcher, LinesOverBudget, SearchRun};
 pub use search::{BINARY_PROBE_BYTES, EcmaSearch, FileLines, FoundLine, SearchFound};
 pub use template::Template;
 
@@ -97,6 +118,168 @@ impl fmt::Display for EcmaError {
 
 impl std::error::Error for EcmaError {}
 
+/// How much work regress may be given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EcmaBudget {
+    /// The most steps one text (a line searched, a file edited) may take
+    /// by its bound (see the module's notes).
+    pub steps: f64,
+    /// The most time regress may run in all within one content search.
+    pub call_time: Duration,
+}
+
+impl EcmaBudget {
+    /// The default step budget. The bound is loose, so real work at it is
+    /// far less: at the edge of it, the slowest shapes tried took regress
+    /// 0.04-0.24 s (a release build, one line).
+    pub const DEFAULT_STEPS: f64 = 1e8;
+    /// The default time budget of one content search.
+    pub const DEFAULT_CALL_TIME: Duration = Duration::from_secs(10);
+}
+
+impl Default for EcmaBudget {
+    fn default() -> EcmaBudget {
+        EcmaBudget {
+            steps: EcmaBudget::DEFAULT_STEPS,
+            call_time: EcmaBudget::DEFAULT_CALL_TIME,
+        }
+    }
+}
+
+/// Why matching stopped before its answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EcmaStop {
+    /// The text is too long for regress under the step budget.
+    #[error(
+        "regex refused for {what}: this needs the backtracking engine ({why}), which could \
+         take up to {bound:.1e} steps on its {bytes} bytes, over the step budget of \
+         {budget:.0e}; simplify the pattern, or work on a shorter text"
+    )]
+    OverBudget {
+        /// What was refused (`the text`, `a line`).
+        what: String,
+        /// Why the linear engine could not answer.
+        why: &'static str,
+        /// Its length in bytes.
+        bytes: usize,
+        /// Its step bound.
+        bound: f64,
+        /// The budget.
+        budget: f64,
+    },
+    /// A content search gave regress all the time one call may have.
+    #[error(
+        "regex search stopped: the backtracking engine this pattern needs ran for the whole \
+         {}s budget of one call; narrow the search (directory, globs) or drop the \
+         lookaround or backreference",
+        budget.as_secs()
+    )]
+    CallTime {
+        /// The budget spent.
+        budget: Duration,
+    },
+    /// The call was cancelled.
+    #[error("call cancelled")]
+    Cancelled,
+}
+
+impl From<EcmaStop> for agent_tools_error::ToolError {
+    fn from(stop: EcmaStop) -> agent_tools_error::ToolError {
+        use agent_tools_error::{ErrorCode, ToolError};
+        match stop {
+            EcmaStop::Cancelled => crate::cancelled(),
+            EcmaStop::CallTime { .. } => ToolError::new(ErrorCode::Timeout, stop.to_string()),
+            EcmaStop::OverBudget { .. } => ToolError::new(ErrorCode::TooLarge, stop.to_string()),
+        }
+    }
+}
+
+/// One match: its range and its groups' (byte offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Group 0 is the whole match; a group that took no part is `None`.
+    groups: Vec<Option<Range<usize>>>,
+}
+
+impl Found {
+    /// Where the match is.
+    pub fn range(&self) -> Range<usize> {
+        self.groups.first().cloned().flatten().unwrap_or(0..0)
+    }
+
+    /// Where it starts.
+    pub fn start(&self) -> usize {
+        self.range().start
+    }
+
+    /// Where it ends.
+    pub fn end(&self) -> usize {
+        self.range().end
+    }
+
+    /// Where group `index` matched (0: the whole match).
+    pub fn group(&self, index: usize) -> Option<Range<usize>> {
+        self.groups.get(index).cloned().flatten()
+    }
+}
+
+/// The matches in a text, left to right, not overlapping; each checks
+/// the cancel flag first.
+pub struct Matches<'a> {
+    engine: Engine<'a>,
+    cancel: &'a AtomicBool,
+    done: bool,
+}
+
+enum Engine<'a> {
+    Linear {
+        linear: &'a Linear,
+        text: &'a str,
+        at: usize,
+    },
+    Regress(regress::Matches<'a, 'a>),
+}
+
+impl Iterator for Matches<'_> {
+    type Item = Result<Found, EcmaStop>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.cancel.load(Ordering::Relaxed) {
+            self.done = true;
+            return Some(Err(EcmaStop::Cancelled));
+        }
+        let found = match &mut self.engine {
+            Engine::Linear { linear, text, at } => {
+                let groups = linear.captures_from(text, *at)?;
+                let range = groups.first().cloned().flatten().unwrap_or(0..0);
+                // As regress goes on: from the end, or one character
+                // further after an empty match.
+                *at = if range.is_empty() {
+                    match text[range.end..].chars().next() {
+                        Some(c) => range.end + c.len_utf8(),
+                        None => {
+                            self.done = true;
+                            range.end
+                        }
+                    }
+                } else {
+                    range.end
+                };
+                Found { groups }
+            }
+            Engine::Regress(matches) => {
+                let found = matches.next()?;
+                Found {
+                    groups: found.groups().collect(),
+                }
+            }
+        };
+        Some(Ok(found))
+    }
+}
 /// A compiled ECMAScript regex with the facts its users need.
 #[derive(Debug, Clone)]
 pub struct EcmaRegex {
@@ -107,6 +290,10 @@ pub struct EcmaRegex {
     /// Whether regex-syntax reads the pattern as regress does (for the
     /// prefilter).
     same_in_rust: bool,
+    /// The Rust engine, when it matches as regress does.
+    linear: Option<Linear>,
+    /// The step bound of regress on it.
+    cost: cost::Model,
 }
 
 impl EcmaRegex {
@@ -124,17 +311,21 @@ impl EcmaRegex {
         let regex = regress::Regex::with_flags(pattern, flags)
             .map_err(|err| EcmaError::Syntax(err.to_string()))?;
         let shape = shape::read(pattern);
-        bounded::check(
-            &shape.alternatives,
-            &mut bounded::CharSets::new(case_insensitive),
-        )
-        .map_err(|explosive| EcmaError::Explosive(explosive.why))?;
+        let mut sets = bounded::CharSets::new(case_insensitive);
+        let linear = Linear::new(pattern, &shape, &mut sets);
+        // A pattern the linear engine takes never reaches regress in a
+        // search, but edits may still need regress for its spans.
+        bounded::check(&shape.alternatives, &mut sets)
+            .map_err(|explosive| EcmaError::Explosive(explosive.why))?;
+        let cost = cost::Model::new(&shape.alternatives, &mut sets);
         Ok(EcmaRegex {
             regex,
             pattern: pattern.to_string(),
             case_insensitive,
             groups: shape.groups,
             same_in_rust: shape.same_in_rust,
+            linear,
+            cost,
         })
     }
 
@@ -170,15 +361,81 @@ impl EcmaRegex {
         }
     }
 
-    /// The matches in `text`, left to right, not overlapping.
-    pub fn find_iter<'r, 't>(&'r self, text: &'t str) -> regress::Matches<'r, 't> {
-        self.regex.find_iter(text)
+    /// Whether the linear engine serves this pattern: searches (which
+    /// lines match) always, and edits too when it places matches and
+    /// groups as regress does.
+    pub fn is_linear(&self) -> bool {
+        self.linear.is_some()
     }
 
-    /// The first match in `text` at or after byte `start` (a character
-    /// boundary).
-    pub fn find_from(&self, text: &str, start: usize) -> Option<regress::Match> {
-        self.regex.find_from(text, start).next()
+    /// The matches in `text`, left to right, not overlapping: from the
+    /// linear engine when it places them, and the groups `template`
+    /// inserts, as regress does; else from regress when the text's step
+    /// bound is within `budget.steps`.
+    pub fn matches<'a>(
+        &'a self,
+        text: &'a str,
+        template: Option<&Template>,
+        budget: &EcmaBudget,
+        cancel: &'a AtomicBool,
+    ) -> Result<Matches<'a>, EcmaStop> {
+        let reads = |group: u32| template.is_some_and(|t| t.reads(group as usize));
+        let alike = match &self.linear {
+            Some(linear) => linear.spans_alike(text, reads).map(|()| linear),
+            None => Err(linear::NOT_READ_ALIKE),
+        };
+        let engine = match alike {
+            Ok(linear) => Engine::Linear {
+                linear,
+                text,
+                at: 0,
+            },
+            Err(why) => {
+                let bound = self.cost.bound(Extent::text(text));
+                if bound > budget.steps {
+                    return Err(EcmaStop::OverBudget {
+                        what: "the text".into(),
+                        why,
+                        bytes: text.len(),
+                        bound,
+                        budget: budget.steps,
+                    });
+                }
+                Engine::Regress(self.regex.find_iter(text))
+            }
+        };
+        Ok(Matches {
+            engine,
+            cancel,
+            done: false,
+        })
+    }
+
+    /// At most how many steps regress could take searching all of `text`
+    /// (see the module's notes); infinite when past counting.
+    pub fn step_bound(&self, text: &str) -> f64 {
+        self.cost.bound(Extent::text(text))
+    }
+
+    /// The first match of regress itself in `text` at or after byte
+    /// `start` (a character boundary), without any budget: a reference
+    /// answer for tests on short texts, never for user input.
+    pub fn find_from(&self, text: &str, start: usize) -> Option<Range<usize>> {
+        self.regex
+            .find_from(text, start)
+            .next()
+            .map(|found| found.range())
+    }
+
+    /// Every match of regress itself, unbudgeted (see
+    /// [`EcmaRegex::find_from`]).
+    pub fn regress_matches(&self, text: &str) -> Vec<Found> {
+        self.regex
+            .find_iter(text)
+            .map(|found| Found {
+                groups: found.groups().collect(),
+            })
+            .collect()
     }
 
     fn same_in_rust(&self) -> bool {

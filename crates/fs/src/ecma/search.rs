@@ -11,7 +11,7 @@ use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::truncate_line;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
-use super::EcmaMatcher;
+use super::{EcmaBudget, EcmaMatcher, EcmaStop, LinesOverBudget, SearchRun};
 use crate::indexed::{below, pruned_below, scan_note};
 use crate::walk::{FileEntry, Flow, Sink as WalkSink, Skipped, Walk, visit_listed};
 use crate::{FileTools, cancelled};
@@ -33,6 +33,8 @@ pub struct EcmaSearch<'a> {
     pub context: usize,
     /// Once more matching lines than this are found, the search stops.
     pub max_matches: usize,
+    /// What regress may be given (see the `ecma` module).
+    pub budget: EcmaBudget,
 }
 
 /// One line found.
@@ -146,6 +148,17 @@ impl Sink for Collector<'_> {
 enum Unsearched {
     Binary,
     Failed(String),
+    /// The whole search stopped (see [`SearchRun::stopped`]).
+    Stopped,
+}
+
+/// What one file gave: its lines, and the lines skipped for regress's
+/// step budget.
+type Searched = (Vec<FoundLine>, Option<LinesOverBudget>);
+
+/// The error a stopped search answers.
+fn stop_error(stop: &EcmaStop) -> ToolError {
+    ToolError::from(stop.clone())
 }
 
 impl FileTools {
@@ -172,6 +185,7 @@ impl FileTools {
             stop: AtomicBool::new(false),
         };
         let max_line = usize::try_from(self.limits().max_file_bytes).unwrap_or(usize::MAX);
+        let run = SearchRun::new(search.matcher, search.budget, cancel);
         let make_searcher = || {
             SearcherBuilder::new()
                 .line_number(true)
@@ -183,7 +197,7 @@ impl FileTools {
                 .build()
         };
         let search_one =
-            |searcher: &mut Searcher, file: std::fs::File| -> Result<Vec<FoundLine>, Unsearched> {
+            |searcher: &mut Searcher, file: std::fs::File| -> Result<Searched, Unsearched> {
                 let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
                 let mut file = file;
                 (&mut file)
@@ -199,10 +213,13 @@ impl FileTools {
                     cancel,
                 };
                 let reader = std::io::Cursor::new(head).chain(file);
-                searcher
-                    .search_reader(search.matcher, reader, &mut collector)
-                    .map_err(|err| Unsearched::Failed(format!("cannot be searched: {err}")))?;
-                Ok(collector.lines)
+                let matcher = search.matcher.in_run(&run);
+                let searched = searcher.search_reader(&matcher, reader, &mut collector);
+                if run.stopped().is_some() {
+                    return Err(Unsearched::Stopped);
+                }
+                searched.map_err(|err| Unsearched::Failed(format!("cannot be searched: {err}")))?;
+                Ok((collector.lines, matcher.over_budget()))
             };
 
         let meta = ws.metadata(base)?;
@@ -210,11 +227,19 @@ impl FileTools {
         if !meta.is_dir() {
             let (file, _) = crate::open_regular(ws, base)?;
             match search_one(&mut make_searcher(), file) {
-                Ok(lines) if lines.iter().any(|l| l.is_match) => found.files.push(FileLines {
-                    rel: String::new(),
-                    lines,
-                }),
-                Ok(_) | Err(Unsearched::Binary) => {}
+                Ok((lines, over)) => {
+                    if let Some(over) = over {
+                        found.skipped.push(format!("{base} ({over})"));
+                    }
+                    if lines.iter().any(|l| l.is_match) {
+                        found.files.push(FileLines {
+                            rel: String::new(),
+                            lines,
+                        });
+                    }
+                }
+                Err(Unsearched::Binary) => {}
+                Err(Unsearched::Stopped) => {}
                 Err(Unsearched::Failed(why)) => {
                     return Err(ToolError::new(ErrorCode::IoError, format!("{base}: {why}")));
                 }
@@ -256,11 +281,19 @@ impl FileTools {
                     }
                 };
                 match search_one(searcher, file) {
-                    Ok(lines) if lines.iter().any(|l| l.is_match) => sink.found.push(FileLines {
-                        rel: rel.to_string(),
-                        lines,
-                    }),
-                    Ok(_) | Err(Unsearched::Binary) => {}
+                    Ok((lines, over)) => {
+                        if let Some(over) = over {
+                            sink.skipped.push(Skipped::new(shown, over.to_string()));
+                        }
+                        if lines.iter().any(|l| l.is_match) {
+                            sink.found.push(FileLines {
+                                rel: rel.to_string(),
+                                lines,
+                            });
+                        }
+                    }
+                    Err(Unsearched::Binary) => {}
+                    Err(Unsearched::Stopped) => return Flow::Quit,
                     Err(Unsearched::Failed(why)) => {
                         sink.skipped.push(Skipped::new(shown, why));
                     }
@@ -319,6 +352,9 @@ impl FileTools {
                 }
                 None => walk.run(make_searcher, visit_entry)?,
             };
+            if let Some(stop) = run.stopped() {
+                return Err(stop_error(stop));
+            }
             if walked.cancelled {
                 return Err(cancelled());
             }
@@ -329,6 +365,9 @@ impl FileTools {
                 .into_iter()
                 .map(|s| format!("{} ({})", s.path, s.why))
                 .collect();
+        }
+        if let Some(stop) = run.stopped() {
+            return Err(stop_error(stop));
         }
         if cancel.load(Ordering::Relaxed) {
             return Err(cancelled());

@@ -16,6 +16,8 @@ pub(crate) struct Quant {
     pub min: u32,
     /// `None`: unbounded.
     pub max: Option<u32>,
+    /// Takes as many rounds as it can first (no `?` after it).
+    pub greedy: bool,
 }
 
 impl Quant {
@@ -40,11 +42,12 @@ pub(crate) enum Item {
     },
     /// A group of alternatives; lookarounds included.
     Group {
+        kind: GroupKind,
         alternatives: Vec<Vec<Item>>,
         quant: Option<Quant>,
     },
     /// `^`, `$`, `\b`, `\B`: matches no character.
-    Assertion,
+    Assertion(Assertion),
     /// `\1` or `\k<name>`.
     BackRef { quant: Option<Quant> },
 }
@@ -55,9 +58,37 @@ impl Item {
             Item::Atom { quant, .. } | Item::Group { quant, .. } | Item::BackRef { quant } => {
                 Some(quant)
             }
-            Item::Assertion => None,
+            Item::Assertion(_) => None,
         }
     }
+}
+
+/// What a group is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GroupKind {
+    /// `(...)` or `(?<name>...)`: numbered in the order it opens.
+    Capture,
+    /// `(?:...)`.
+    Plain,
+    /// `(?=...)`, `(?!...)`, `(?<=...)`, `(?<!...)`: matches no character.
+    Look,
+    /// A modifier group or a newer construct, read only for its nesting.
+    Other,
+}
+
+/// A zero-width assertion outside lookarounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Assertion {
+    /// `^`: the start of the text or of a line (multiline mode).
+    LineStart,
+    /// `$`: the end of the text or of a line.
+    LineEnd,
+    /// `\b`.
+    WordBoundary,
+    /// `\B`.
+    NotWordBoundary,
+    /// A lone `\` at the end (not reachable for a pattern regress took).
+    Stray,
 }
 
 /// What reading a pattern found.
@@ -70,6 +101,11 @@ pub(crate) struct Shape {
     /// Whether regex-syntax reads every construct of the pattern as
     /// regress does (in non-Unicode ECMAScript mode), as far as literals go.
     pub same_in_rust: bool,
+    /// Whether every item was cut where regress cuts it. Not so for a
+    /// literal `{` before a digit (a count too long to read here may be a
+    /// quantifier to regress) and for `\0` before a digit (an octal
+    /// escape to regress).
+    pub exact: bool,
 }
 
 /// Reads `pattern` (one regress accepted).
@@ -80,6 +116,7 @@ pub(crate) fn read(pattern: &str) -> Shape {
         at: 0,
         groups: 0,
         same_in_rust: true,
+        exact: true,
     };
     let alternatives = reader.alternatives();
     // A stray `)` cannot happen in a pattern regress accepted; if it did,
@@ -88,12 +125,14 @@ pub(crate) fn read(pattern: &str) -> Shape {
     while reader.at < chars.len() {
         reader.at += 1;
         reader.same_in_rust = false;
+        reader.exact = false;
         alternatives.extend(reader.alternatives());
     }
     Shape {
         alternatives,
         groups: reader.groups,
         same_in_rust: reader.same_in_rust,
+        exact: reader.exact,
     }
 }
 
@@ -102,6 +141,7 @@ struct Reader<'a> {
     at: usize,
     groups: usize,
     same_in_rust: bool,
+    exact: bool,
 }
 
 /// Escapes that mean the same in both dialects outside a class.
@@ -137,25 +177,29 @@ impl Reader<'_> {
                 '\\' => items.push(self.escape()),
                 '^' | '$' => {
                     self.at += 1;
-                    items.push(Item::Assertion);
+                    items.push(Item::Assertion(if c == '^' {
+                        Assertion::LineStart
+                    } else {
+                        Assertion::LineEnd
+                    }));
                 }
                 '*' | '+' | '?' => {
                     self.at += 1;
-                    let quant = match c {
-                        '*' => Quant { min: 0, max: None },
-                        '+' => Quant { min: 1, max: None },
-                        _ => Quant {
-                            min: 0,
-                            max: Some(1),
-                        },
+                    let (min, max) = match c {
+                        '*' => (0, None),
+                        '+' => (1, None),
+                        _ => (0, Some(1)),
                     };
-                    self.quantify(&mut items, quant);
+                    self.quantify(&mut items, min, max);
                 }
                 '{' => match self.braces() {
-                    Some(quant) => self.quantify(&mut items, quant),
+                    Some((min, max)) => self.quantify(&mut items, min, max),
                     None => {
                         // A literal `{` (Annex B); regex-syntax refuses it.
                         self.same_in_rust = false;
+                        if self.peek(1).is_some_and(|d| d.is_ascii_digit()) {
+                            self.exact = false;
+                        }
                         self.at += 1;
                         items.push(Item::Atom {
                             source: "\\{".into(),
@@ -185,10 +229,16 @@ impl Reader<'_> {
     }
 
     /// Applies a quantifier (and its lazy `?`) to the last item.
-    fn quantify(&mut self, items: &mut [Item], quant: Quant) {
-        if self.peek(0) == Some('?') {
+    fn quantify(&mut self, items: &mut [Item], min: u32, max: Option<u32>) {
+        let lazy = self.peek(0) == Some('?');
+        if lazy {
             self.at += 1;
         }
+        let quant = Quant {
+            min,
+            max,
+            greedy: !lazy,
+        };
         if let Some(slot) = items.last_mut().and_then(Item::quant_mut) {
             if slot.is_some() {
                 // `a**` is a syntax error; only reachable if regress changes.
@@ -198,9 +248,9 @@ impl Reader<'_> {
         }
     }
 
-    /// `{n}`, `{n,}` or `{n,m}` at the cursor, consumed; `None` (nothing
-    /// consumed) when the brace is a literal.
-    fn braces(&mut self) -> Option<Quant> {
+    /// `{n}`, `{n,}` or `{n,m}` at the cursor, consumed, as its bounds;
+    /// `None` (nothing consumed) when the brace is a literal.
+    fn braces(&mut self) -> Option<(u32, Option<u32>)> {
         let rest: String = self.chars[self.at..].iter().take(40).collect();
         let close = rest.find('}')?;
         let inner = &rest[1..close];
@@ -213,15 +263,25 @@ impl Reader<'_> {
             Some((low, high)) => (parse_count(low)?, Some(parse_count(high)?)),
         };
         self.at += rest[..=close].chars().count();
-        Some(Quant { min, max })
+        Some((min, max))
     }
 
     fn group(&mut self) -> Item {
         self.at += 1;
-        if self.peek(0) == Some('?') {
+        let kind = if self.peek(0) == Some('?') {
             match (self.peek(1), self.peek(2)) {
-                (Some(':' | '=' | '!'), _) => self.at += 2,
-                (Some('<'), Some('=' | '!')) => self.at += 3,
+                (Some(':'), _) => {
+                    self.at += 2;
+                    GroupKind::Plain
+                }
+                (Some('=' | '!'), _) => {
+                    self.at += 2;
+                    GroupKind::Look
+                }
+                (Some('<'), Some('=' | '!')) => {
+                    self.at += 3;
+                    GroupKind::Look
+                }
                 (Some('<'), _) => {
                     // A named group: `(?<name>`.
                     self.groups += 1;
@@ -231,21 +291,25 @@ impl Reader<'_> {
                             break;
                         }
                     }
+                    GroupKind::Capture
                 }
                 _ => {
                     // A modifier group or something newer: not read alike.
                     self.same_in_rust = false;
                     self.at += 1;
+                    GroupKind::Other
                 }
             }
         } else {
             self.groups += 1;
-        }
+            GroupKind::Capture
+        };
         let alternatives = self.alternatives();
         if self.peek(0) == Some(')') {
             self.at += 1;
         }
         Item::Group {
+            kind,
             alternatives,
             quant: None,
         }
@@ -297,11 +361,12 @@ impl Reader<'_> {
         let start = self.at;
         self.at += 1;
         let Some(c) = self.peek(0) else {
-            return Item::Assertion;
+            return Item::Assertion(Assertion::Stray);
         };
         self.at += 1;
         match c {
-            'b' | 'B' => return Item::Assertion,
+            'b' => return Item::Assertion(Assertion::WordBoundary),
+            'B' => return Item::Assertion(Assertion::NotWordBoundary),
             '1'..='9' => {
                 while self.peek(0).is_some_and(|d| d.is_ascii_digit()) {
                     self.at += 1;
@@ -344,6 +409,12 @@ impl Reader<'_> {
                 }
                 self.same_in_rust = false;
             }
+            '0' => {
+                self.same_in_rust = false;
+                if self.peek(0).is_some_and(|d| d.is_ascii_digit()) {
+                    self.exact = false;
+                }
+            }
             _ if SAME_ESCAPES.contains(c) => {}
             _ => self.same_in_rust = false,
         }
@@ -376,25 +447,19 @@ mod tests {
     #[test]
     fn reads_quantifiers_and_literal_braces() {
         let shape = read("a{2,}b{3}c{1,4}?d{");
-        let quants: Vec<Option<Quant>> = shape.alternatives[0]
+        let quants: Vec<Option<(u32, Option<u32>, bool)>> = shape.alternatives[0]
             .iter()
             .map(|item| match item {
-                Item::Atom { quant, .. } => *quant,
+                Item::Atom { quant, .. } => quant.map(|q| (q.min, q.max, q.greedy)),
                 _ => None,
             })
             .collect();
         assert_eq!(
             quants,
             [
-                Some(Quant { min: 2, max: None }),
-                Some(Quant {
-                    min: 3,
-                    max: Some(3)
-                }),
-                Some(Quant {
-                    min: 1,
-                    max: Some(4)
-                }),
+                Some((2, None, true)),
+                Some((3, Some(3), true)),
+                Some((1, Some(4), false)),
                 None,
                 None,
             ]

@@ -55,6 +55,13 @@ impl Template {
         Template { parts }
     }
 
+    /// Whether it inserts group `index` (0: the whole match).
+    pub fn reads(&self, index: usize) -> bool {
+        self.parts
+            .iter()
+            .any(|part| matches!(part, Part::Group(group, _) if *group == index))
+    }
+
     /// The highest group referred to, with the reference as written.
     pub fn highest_group(&self) -> Option<(usize, &str)> {
         self.parts
@@ -67,7 +74,7 @@ impl Template {
     }
 
     /// Appends the template expanded for `found` (a match in `text`).
-    pub fn expand_into(&self, found: &regress::Match, text: &str, out: &mut String) {
+    pub fn expand_into(&self, found: &super::Found, text: &str, out: &mut String) {
         for part in &self.parts {
             match part {
                 Part::Literal(literal) => out.push_str(literal),
@@ -86,8 +93,8 @@ mod tests {
     use super::*;
 
     fn expand(pattern: &str, template: &str, text: &str) -> String {
-        let regex = regress::Regex::new(pattern).unwrap();
-        let found = regex.find(text).unwrap();
+        let regex = super::super::EcmaRegex::new(pattern, false).unwrap();
+        let found = regex.regress_matches(text).remove(0);
         let mut out = String::new();
         Template::parse(template).expand_into(&found, text, &mut out);
         out
