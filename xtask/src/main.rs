@@ -63,6 +63,10 @@ pub struct BenchArgs {
     /// a build of an earlier commit, to compare).
     #[arg(long, value_name = "FILE")]
     pub exe: Option<PathBuf>,
+    /// Also time this agent-tools binary, in the same run, where a group
+    /// compares binaries (`writes`): a build of an earlier commit.
+    #[arg(long, value_name = "FILE")]
+    pub baseline_exe: Option<PathBuf>,
 }
 
 /// The benchmark groups, in the order they run.

@@ -597,7 +597,7 @@ fn a_directory_swapped_with_a_symlink_to_outside_never_shows_outside_names() {
         std::thread::spawn(move || {
             let mut round = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let d = root.join(if round % 2 == 0 { "d0" } else { "d1" });
+                let d = root.join(if round.is_multiple_of(2) { "d0" } else { "d1" });
                 let aside = root.join("aside");
                 std::fs::rename(&d, &aside).unwrap();
                 std::os::unix::fs::symlink(&outside, &d).unwrap();
