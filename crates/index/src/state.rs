@@ -394,6 +394,7 @@ impl State {
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| {
+                    yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
@@ -1306,6 +1307,22 @@ impl Postings for State {
             }
         }
         out
+    }
+}
+
+/// The niceness of the build's reading threads: the lowest priority, which
+/// still runs them at once on an idle processor.
+const BACKGROUND_NICE: i32 = 19;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (on Linux
+/// the niceness belongs to the thread, not the process), so a first build
+/// reading the whole tree yields the processors to the tools' own calls (a
+/// fresh server's first write must not wait behind it). The applier keeps
+/// the ordinary priority: queries wait for it. A failure leaves the
+/// priority as it was: only speed depends on it.
+fn yield_to_the_tools() {
+    if let Err(err) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
+        tracing::debug!("workspace index: cannot lower a reader's priority: {err}");
     }
 }
 

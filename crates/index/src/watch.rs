@@ -76,13 +76,15 @@ pub struct IndexConfig {
 }
 
 /// The shortest a query waits for the index to catch up.
-const MIN_BARRIER_WAIT: Duration = Duration::from_millis(100);
+const MIN_BARRIER_WAIT: Duration = Duration::from_millis(500);
 /// The longest a query waits for the index to catch up. A scan of the
 /// tree reads about what the first build read, so once a query has waited
 /// as long as the build took, scanning would have answered already; the
 /// bounds keep a tiny tree from giving up on an ordinary burst of events
-/// and a huge one from stalling a call for seconds.
-const MAX_BARRIER_WAIT: Duration = Duration::from_secs(1);
+/// or on a busy machine's scheduling delays (hundreds of milliseconds at
+/// a load of 15 on 2 cores), and a huge one from stalling a call for
+/// long. Only the first call of a lag waits: later ones scan at once.
+const MAX_BARRIER_WAIT: Duration = Duration::from_secs(2);
 
 impl IndexConfig {
     /// An index of `root` with the default budget and caps.
@@ -121,8 +123,8 @@ impl IndexConfig {
 
     /// How long a query waits for the index to catch up with the events
     /// queued before it, before it gives up and lets the caller scan. By
-    /// default, as long as the first build took, but at least 100 ms and
-    /// at most 1 s. Once a query gave up, the next ones do not wait at all
+    /// default, as long as the first build took, but at least 0.5 s and
+    /// at most 2 s. Once a query gave up, the next ones do not wait at all
     /// until the index has caught up with it.
     pub fn barrier_timeout(mut self, timeout: Duration) -> Self {
         self.barrier_timeout = Some(timeout);
@@ -622,19 +624,8 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     // index itself) would wake this thread for nothing, a cost each small
     // call paid. A write still shows as a change of data, and its close.
     let asked = EventKindMask::CORE | EventKindMask::ACCESS_CLOSE;
-    // The index works in the background: the building, reading and event
-    // handling threads yield the processor to the tools' own calls (a
-    // write must not wait behind the re-reading it caused). Threads the
-    // build spawns inherit this.
-    yield_to_the_tools();
     let watcher = RecommendedWatcher::new(
         move |event| {
-            // The watcher's own thread, too, the first time it delivers.
-            LOWERED.with(|lowered| {
-                if !lowered.replace(true) {
-                    yield_to_the_tools();
-                }
-            });
             let _ = events.send(Message::Event(event));
         },
         notify::Config::default().with_event_kinds(asked),
@@ -712,24 +703,6 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
                 return;
             }
         }
-    }
-}
-
-thread_local! {
-    /// Whether this thread's priority was lowered already.
-    static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// The niceness of the index's threads: the lowest priority, which still
-/// runs them at once on an idle processor.
-const BACKGROUND_NICE: i32 = 19;
-
-/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (on Linux
-/// the niceness belongs to the thread, not the process). A failure leaves
-/// it as it was: only speed depends on it.
-fn yield_to_the_tools() {
-    if let Err(err) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
-        tracing::debug!("workspace index: cannot lower its priority: {err}");
     }
 }
 
