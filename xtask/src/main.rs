@@ -59,6 +59,14 @@ pub struct BenchArgs {
     /// for.
     #[arg(long, value_name = "DIR")]
     pub index_tree: Option<PathBuf>,
+    /// Time this agent-tools binary instead of building one (for example
+    /// a build of an earlier commit, to compare).
+    #[arg(long, value_name = "FILE")]
+    pub exe: Option<PathBuf>,
+    /// Also time this agent-tools binary, in the same run, where a group
+    /// compares binaries (`writes`): a build of an earlier commit.
+    #[arg(long, value_name = "FILE")]
+    pub baseline_exe: Option<PathBuf>,
 }
 
 /// The benchmark groups, in the order they run.
@@ -90,6 +98,10 @@ pub enum Group {
     Claude,
     /// `true` through the bash tool with the command sandbox vs without.
     Sandbox,
+    /// write_file over MCP with the workspace index on vs `--no-index`, and
+    /// apply_patch of real commits as a fresh server's first call vs `git
+    /// apply`.
+    Writes,
 }
 
 impl BenchArgs {

@@ -577,3 +577,28 @@ fn an_ecmascript_search_reads_past_a_nul_after_its_binary_probe() {
     assert_eq!(found.files.len(), 1, "{found:?}");
     assert_eq!(found.files[0].rel, "late.txt");
 }
+
+#[test]
+fn grep_finds_a_line_written_through_a_hard_link_outside_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root.join("f.txt"), "hello world\n").unwrap();
+    std::fs::write(root.join("g.txt"), "other\n").unwrap();
+    std::fs::hard_link(root.join("f.txt"), outside.join("f-alias.txt")).unwrap();
+    let indexed = tools(&root, true);
+    let plain = tools(&root, false);
+    let mut args = GrepArgs::new("NEEDLE-XYZ");
+    args.output_mode = OutputMode::FilesWithMatches;
+    assert_eq!(indexed.grep(&args).unwrap(), plain.grep(&args).unwrap());
+    // Written through the other name: the watched directory sees nothing.
+    std::fs::write(outside.join("f-alias.txt"), "hello NEEDLE-XYZ world\n").unwrap();
+    let found = indexed.grep(&args).unwrap();
+    assert!(found.contains("f.txt"), "{found}");
+    assert!(!found.contains("[note"), "answered from the index: {found}");
+    assert_eq!(found, plain.grep(&args).unwrap());
+    let glob = GlobArgs::new("**/*");
+    assert_eq!(indexed.glob(&glob).unwrap(), plain.glob(&glob).unwrap());
+}

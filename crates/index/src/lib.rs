@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod beneath;
 mod postings;
 mod query;
 mod rules;

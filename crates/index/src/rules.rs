@@ -6,13 +6,15 @@
 //! regular files with UTF-8 names count. Matching is the `ignore` crate's
 //! gitignore matcher, fed with the bytes of ignore files read here.
 
-use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 use std::sync::Arc;
 
+use cap_std::fs::Dir;
+
 use ignore::Match;
+
+use crate::beneath;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 /// An ignore file larger than this is not read. The file tools' walk skips
@@ -48,32 +50,32 @@ pub(crate) struct RuleTrouble {
     pub path: String,
 }
 
-/// Reads the rules of the directory at `dir_abs` (root-relative `dir_rel`)
-/// and links them over `parent`. Returns `parent` when it adds nothing.
+/// Reads the rules of the directory open as `dir` (root-relative
+/// `dir_rel`) and links them over `parent`. Returns `parent` when it adds
+/// nothing. Every rule file is opened beneath the directory's descriptor.
 pub(crate) fn level_for(
-    dir_abs: &Path,
+    dir: &Dir,
     dir_rel: &str,
     parent: Option<Arc<RuleLevel>>,
     troubles: &mut Vec<RuleTrouble>,
 ) -> Option<Arc<RuleLevel>> {
-    let mut load = |path: &Path, rel: String| match read_rules(path) {
+    let mut load = |name: &str| match read_rules(dir, name) {
         Ok(rules) => rules,
         Err(()) => {
-            troubles.push(RuleTrouble { path: rel });
+            troubles.push(RuleTrouble {
+                path: join(dir_rel, name),
+            });
             None
         }
     };
-    let ignore = load(&dir_abs.join(".ignore"), join(dir_rel, ".ignore"));
-    let gitignore = load(&dir_abs.join(".gitignore"), join(dir_rel, ".gitignore"));
-    let git_meta = std::fs::symlink_metadata(dir_abs.join(".git")).ok();
-    let exclude = if git_meta.as_ref().is_some_and(|m| m.is_dir()) {
-        // Read only when `.git` and `info` are real directories.
-        let info = dir_abs.join(".git").join("info");
-        if std::fs::symlink_metadata(&info).is_ok_and(|m| m.is_dir()) {
-            load(&info.join("exclude"), join(dir_rel, ".git/info/exclude"))
-        } else {
-            None
-        }
+    let ignore = load(".ignore");
+    let gitignore = load(".gitignore");
+    let git_meta = beneath::metadata(dir, ".git").ok();
+    // Read only when `.git` and `info` are real directories.
+    let exclude = if git_meta.as_ref().is_some_and(|m| m.is_dir())
+        && beneath::metadata(dir, ".git/info").is_ok_and(|m| m.is_dir())
+    {
+        load(".git/info/exclude")
     } else {
         None
     };
@@ -161,11 +163,12 @@ pub fn is_ignored(
     decided.is_ignore()
 }
 
-/// Reads one ignore file without following a symlink: `Ok(None)` when it
-/// is absent, `Err(())` when it is there but is not a regular file, is
-/// larger than [`MAX_IGNORE_FILE_BYTES`] or cannot be read.
-fn read_rules(path: &Path) -> Result<Option<Gitignore>, ()> {
-    let file = match open_no_follow(path) {
+/// Reads one ignore file (`rel` beneath `dir`) without following a
+/// symlink: `Ok(None)` when it is absent, `Err(())` when it is there but is
+/// not a regular file, is larger than [`MAX_IGNORE_FILE_BYTES`] or cannot
+/// be read.
+fn read_rules(dir: &Dir, rel: &str) -> Result<Option<Gitignore>, ()> {
+    let file = match beneath::open_file(dir, rel) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) => return Err(()),
@@ -182,15 +185,6 @@ fn read_rules(path: &Path) -> Result<Option<Gitignore>, ()> {
         return Err(());
     }
     Ok(Some(rules_from_bytes(&bytes)))
-}
-
-/// Opens a file for reading without following a final symlink and without
-/// blocking on a FIFO.
-pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
 }
 
 /// Gitignore rules from an ignore file's bytes, anchored at its directory:
@@ -264,14 +258,15 @@ pub(crate) fn is_within(rel: &str, dir: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn level(root: &Path, rel: &str, parent: Option<Arc<RuleLevel>>) -> Option<Arc<RuleLevel>> {
+    fn level(
+        root: &std::path::Path,
+        rel: &str,
+        parent: Option<Arc<RuleLevel>>,
+    ) -> Option<Arc<RuleLevel>> {
         let mut troubles = Vec::new();
-        let abs = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(rel)
-        };
-        let level = level_for(&abs, rel, parent, &mut troubles);
+        let base = std::fs::File::open(root).unwrap_or_else(|e| panic!("{e}"));
+        let dir = beneath::open_dir(&base, rel).unwrap_or_else(|e| panic!("{e}"));
+        let level = level_for(&dir, rel, parent, &mut troubles);
         assert!(troubles.is_empty(), "{troubles:?}");
         level
     }
@@ -314,7 +309,8 @@ mod tests {
         std::fs::write(dir.path().join("real"), "*.x\n")?;
         std::os::unix::fs::symlink("real", dir.path().join(".gitignore"))?;
         let mut troubles = Vec::new();
-        let _ = level_for(dir.path(), "", None, &mut troubles);
+        let base = beneath::open_dir(std::fs::File::open(dir.path())?, "")?;
+        let _ = level_for(&base, "", None, &mut troubles);
         assert_eq!(
             troubles,
             vec![RuleTrouble {

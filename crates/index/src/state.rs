@@ -13,11 +13,14 @@ use std::time::SystemTime;
 
 use ignore::gitignore::Gitignore;
 
+use cap_std::fs::Dir;
+
+use crate::beneath;
 use crate::postings::{Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use crate::rules::{
     self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join, level_for,
-    name_of, open_no_follow, parent_of,
+    name_of, parent_of,
 };
 
 /// A file whose first NUL byte lies at or past this offset is always a
@@ -85,6 +88,10 @@ struct Stamp {
     modified: SystemTime,
     inode: u64,
     ctime: (i64, i64),
+    /// Names the file has (`st_nlink`). A file with more than one may be
+    /// written through a name outside the watched directories, which
+    /// gives no event here.
+    links: u64,
 }
 
 impl Stamp {
@@ -94,9 +101,21 @@ impl Stamp {
             modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             inode: meta.ino(),
             ctime: (meta.ctime(), meta.ctime_nsec()),
+            links: meta.nlink(),
         }
     }
+
+    /// Whether the file has other names (hard links).
+    fn is_linked(&self) -> bool {
+        self.links > 1
+    }
 }
+
+/// The most hard-linked files whose stamp a query checks before it is
+/// answered. Past this (a tree made with `cp -al`, say), checking would
+/// cost more than the index saves; they stay candidates for every search,
+/// but their listed size and time may lag a write through another name.
+const MAX_LINKED_CHECKED: usize = 1024;
 
 #[derive(Debug)]
 struct FileRecord {
@@ -213,6 +232,8 @@ struct Troubles {
 
 pub(crate) struct State {
     root: PathBuf,
+    /// The root, open: every lookup goes beneath this descriptor.
+    root_dir: Dir,
     limits: Limits,
     /// A directory inside the root the index must not list (its own
     /// scratch directory, when the system's temp folder lies in the root).
@@ -234,6 +255,11 @@ pub(crate) struct State {
     troubles: Troubles,
     live_postings: u64,
     dead: usize,
+    /// The indexed files with more than one name: a write through another
+    /// name makes no event here, so each is a candidate for every search
+    /// and is read again when its stamp changed (see
+    /// [`linked_changed`](Self::linked_changed)).
+    linked: BTreeSet<Arc<str>>,
     /// Set when the index is being dropped: walks stop early (their
     /// partial result is never used).
     stop: Arc<AtomicBool>,
@@ -247,6 +273,24 @@ struct Read1 {
     text_bytes: u64,
     /// Where the text read stopped at a NUL byte.
     nul_at: Option<usize>,
+}
+
+/// A directory the walk has yet to read.
+enum Pending {
+    /// Already open (where the walk starts).
+    Open(Dir),
+    /// To be opened beneath its parent's descriptor.
+    Child { parent: Arc<Dir>, name: String },
+}
+
+/// Whether a failed lookup means the path was removed or replaced (by a
+/// symlink, or a file), which its own event reports, rather than a
+/// directory the walk cannot read, which it notes.
+fn is_replaced_or_gone(err: &std::io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::EXDEV)
+    )
 }
 
 /// What a walk of a subtree found.
@@ -265,6 +309,7 @@ struct Listing {
 impl State {
     fn empty(
         root: PathBuf,
+        root_dir: Dir,
         limits: Limits,
         hidden_dir: Option<String>,
         stop: Arc<AtomicBool>,
@@ -274,6 +319,7 @@ impl State {
             global: global_rules(global_bytes.as_deref()),
             global_bytes,
             root,
+            root_dir,
             limits,
             hidden_dir,
             files: Vec::new(),
@@ -286,6 +332,7 @@ impl State {
             troubles: Troubles::default(),
             live_postings: 0,
             dead: 0,
+            linked: BTreeSet::new(),
             stop,
         }
     }
@@ -299,7 +346,10 @@ impl State {
         watch: &mut dyn Watch,
         stop: Arc<AtomicBool>,
     ) -> Result<State, WatchFailure> {
-        let mut state = State::empty(root, limits, hidden_dir, Arc::clone(&stop));
+        let root_dir = std::fs::File::open(&root)
+            .and_then(|file| beneath::open_dir(&file, ""))
+            .map_err(|err| WatchFailure::Other(format!("cannot open the root: {err}")))?;
+        let mut state = State::empty(root, root_dir, limits, hidden_dir, Arc::clone(&stop));
         let listing = state.walk("", None, watch, &stop)?;
         let mut paths = listing.files.clone();
         paths.sort_unstable();
@@ -344,6 +394,7 @@ impl State {
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| {
+                    yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
@@ -388,7 +439,7 @@ impl State {
             text_bytes: 0,
             nul_at: None,
         };
-        let Ok(file) = open_no_follow(&self.root.join(rel)) else {
+        let Ok(file) = beneath::open_file(&self.root_dir, rel) else {
             return unreadable(None);
         };
         let Ok(meta) = file.metadata() else {
@@ -488,6 +539,7 @@ impl State {
                 modified: SystemTime::UNIX_EPOCH,
                 inode: 0,
                 ctime: (0, 0),
+                links: 0,
             }),
             content,
             text_bytes: if content == Content::Indexed {
@@ -500,6 +552,11 @@ impl State {
                 .nul_at
                 .map_or(u32::MAX, |at| u32::try_from(at).unwrap_or(u32::MAX)),
         });
+        if read.stamp.is_some_and(|stamp| stamp.is_linked()) {
+            self.linked.insert(Arc::clone(&path));
+        } else {
+            self.linked.remove(&path);
+        }
         if let Some(old) = self.by_path.insert(path, id) {
             self.kill(old);
         }
@@ -509,7 +566,7 @@ impl State {
     /// Records an ignored file (its stamp only; it is never read), or
     /// drops the path when it is no longer a regular file.
     fn push_ignored(&mut self, rel: &str) {
-        let meta = match std::fs::symlink_metadata(self.abs(rel)) {
+        let meta = match beneath::metadata(&self.root_dir, rel) {
             Ok(meta) if meta.is_file() => meta,
             // Gone or replaced since it was listed: its own event follows.
             _ => {
@@ -526,6 +583,7 @@ impl State {
         }
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
         let path: Arc<str> = Arc::from(rel);
+        self.linked.remove(&path);
         self.files.push(FileRecord {
             path: Arc::clone(&path),
             stamp,
@@ -551,6 +609,16 @@ impl State {
 
     /// Walks the subtree at `start` (root-relative; its parent's rules are
     /// `parent_rules`), watching each directory before listing it.
+    ///
+    /// Every directory is opened beneath its parent's descriptor without
+    /// following a symlink, and listed (and its rule files read) from that
+    /// descriptor, as the file tools' walk does: a directory swapped for a
+    /// symlink mid-walk is never listed through the link. The watch is
+    /// still set by name (the watcher knows no other way), without
+    /// following a final symlink; afterwards the name must still lead,
+    /// beneath the root, to the directory listed, or the watch is dropped
+    /// and the directory left out (it was replaced; the event of that
+    /// brings it up to date).
     fn walk(
         &self,
         start: &str,
@@ -559,34 +627,63 @@ impl State {
         stop: &AtomicBool,
     ) -> Result<Listing, WatchFailure> {
         let mut listing = Listing::default();
-        let mut stack = vec![(start.to_string(), parent_rules)];
-        while let Some((dir_rel, parent_rules)) = stack.pop() {
+        let first = match beneath::open_dir(&self.root_dir, start) {
+            Ok(dir) => dir,
+            Err(err) => {
+                if !is_replaced_or_gone(&err) {
+                    listing.troubles.push(or_dot(start));
+                }
+                return Ok(listing);
+            }
+        };
+        let mut stack = vec![(start.to_string(), parent_rules, Pending::Open(first))];
+        while let Some((dir_rel, parent_rules, pending)) = stack.pop() {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let dir_abs = self.abs(&dir_rel);
-            let inode = match std::fs::symlink_metadata(&dir_abs) {
-                Ok(meta) if meta.is_dir() => meta.ino(),
-                // Gone or replaced since it was seen: its own event follows.
-                _ => continue,
+            let dir = match pending {
+                Pending::Open(dir) => dir,
+                Pending::Child { parent, name } => match beneath::open_dir(&*parent, &name) {
+                    Ok(dir) => dir,
+                    Err(err) => {
+                        if !is_replaced_or_gone(&err) {
+                            listing.troubles.push(or_dot(&dir_rel));
+                        }
+                        continue;
+                    }
+                },
             };
+            let Ok(own) = rustix::fs::fstat(&dir) else {
+                listing.troubles.push(or_dot(&dir_rel));
+                continue;
+            };
+            let dir_abs = self.abs(&dir_rel);
             watch.watch(&dir_abs)?;
+            let still_there = beneath::metadata(&self.root_dir, &dir_rel)
+                .is_ok_and(|m| m.is_dir() && m.ino() == own.st_ino && m.dev() == own.st_dev);
+            if !still_there {
+                watch.unwatch(&dir_abs);
+                continue;
+            }
             let mut troubles = Vec::new();
-            let rules = level_for(&dir_abs, &dir_rel, parent_rules, &mut troubles);
+            let rules = level_for(&dir, &dir_rel, parent_rules, &mut troubles);
             listing
                 .troubles
                 .extend(troubles.into_iter().map(|RuleTrouble { path }| path));
-            if std::fs::symlink_metadata(dir_abs.join(".git/info")).is_ok_and(|m| m.is_dir()) {
+            if beneath::metadata(&dir, ".git/info").is_ok_and(|m| m.is_dir()) {
                 watch.watch(&dir_abs.join(".git/info"))?;
             }
-            let entries = match std::fs::read_dir(&dir_abs) {
+            let entries = match dir.entries() {
                 Ok(entries) => entries,
                 Err(_) => {
                     listing.troubles.push(or_dot(&dir_rel));
                     continue;
                 }
             };
-            listing.dirs.push((dir_rel.clone(), rules.clone(), inode));
+            listing
+                .dirs
+                .push((dir_rel.clone(), rules.clone(), own.st_ino));
+            let dir = Arc::new(dir);
             for entry in entries {
                 let Ok(entry) = entry else {
                     listing.troubles.push(or_dot(&dir_rel));
@@ -614,7 +711,11 @@ impl State {
                     {
                         listing.pruned.push(rel);
                     } else {
-                        stack.push((rel, rules.clone()));
+                        let child = Pending::Child {
+                            parent: Arc::clone(&dir),
+                            name: name.to_string(),
+                        };
+                        stack.push((rel, rules.clone(), child));
                     }
                 } else if kind.is_file() {
                     if never_entered
@@ -639,9 +740,10 @@ impl State {
                     inode: *inode,
                 },
             );
-            let info = self.abs(rel).join(".git/info");
-            if std::fs::symlink_metadata(&info).is_ok_and(|m| m.is_dir()) {
-                self.exclude_dirs.insert(rel.clone(), info);
+            if beneath::metadata(&self.root_dir, &join(rel, ".git/info")).is_ok_and(|m| m.is_dir())
+            {
+                self.exclude_dirs
+                    .insert(rel.clone(), self.abs(rel).join(".git/info"));
             }
         }
         self.pruned.extend(listing.pruned.iter().cloned());
@@ -695,7 +797,7 @@ impl State {
             // The rules of the parent's subtree changed.
             return self.resync(parent, watch);
         }
-        let meta = std::fs::symlink_metadata(self.abs(rel)).ok();
+        let meta = beneath::metadata(&self.root_dir, rel).ok();
         let rules = self.dirs.get(parent).and_then(|d| d.rules.clone());
         match meta {
             Some(meta) if meta.is_dir() => {
@@ -738,6 +840,38 @@ impl State {
                 Ok(())
             }
         }
+    }
+
+    /// The hard-linked files whose stamp is no longer the one indexed (a
+    /// write through another name, which made no event here): a query
+    /// has them read again first. Empty past [`MAX_LINKED_CHECKED`].
+    pub(crate) fn linked_changed(&self) -> Vec<String> {
+        if self.linked.len() > MAX_LINKED_CHECKED {
+            return Vec::new();
+        }
+        self.linked
+            .iter()
+            .filter(|rel| {
+                let Some(&id) = self.by_path.get(&***rel) else {
+                    return false;
+                };
+                let known = self.files[id as usize].stamp;
+                beneath::metadata(&self.root_dir, rel)
+                    .is_ok_and(|meta| meta.is_file() && Stamp::of(&meta) != known)
+            })
+            .map(|rel| rel.to_string())
+            .collect()
+    }
+
+    /// Reads again the files [`linked_changed`](Self::linked_changed)
+    /// named.
+    pub(crate) fn reread(&mut self, paths: &[String]) {
+        for rel in paths {
+            if self.linked.contains(rel.as_str()) {
+                self.index_one(rel);
+            }
+        }
+        self.pack();
     }
 
     /// Records a path whose name is not UTF-8 (the walk notes those), or
@@ -804,7 +938,7 @@ impl State {
             let unchanged = self.by_path.get(rel.as_str()).is_some_and(|&id| {
                 let record = &self.files[id as usize];
                 record.content != Content::Ignored
-                    && std::fs::symlink_metadata(self.abs(rel))
+                    && beneath::metadata(&self.root_dir, rel)
                         .is_ok_and(|meta| Stamp::of(&meta) == record.stamp)
             });
             if !unchanged {
@@ -868,6 +1002,7 @@ impl State {
     }
 
     fn remove_file(&mut self, rel: &str) {
+        self.linked.remove(rel);
         if let Some(id) = self.by_path.remove(rel) {
             self.kill(id);
         }
@@ -994,7 +1129,7 @@ impl State {
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead | Content::BinaryFromStart | Content::Ignored => false,
             Content::Always(_) => true,
-            Content::Indexed => answer.allows(id),
+            Content::Indexed => record.stamp.is_linked() || answer.allows(id),
         };
         self.paths_where(under, pick)
     }
@@ -1075,6 +1210,7 @@ impl State {
             Content::Always(_) | Content::Ignored => true,
             Content::Indexed | Content::BinaryFromStart => {
                 (record.nul_at != u32::MAX && record.nul_at >= past_nul)
+                    || record.stamp.is_linked()
                     || (record.content == Content::Indexed && answer.allows(id))
             }
         };
@@ -1174,6 +1310,22 @@ impl Postings for State {
     }
 }
 
+/// The niceness of the build's reading threads: the lowest priority, which
+/// still runs them at once on an idle processor.
+const BACKGROUND_NICE: i32 = 19;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (on Linux
+/// the niceness belongs to the thread, not the process), so a first build
+/// reading the whole tree yields the processors to the tools' own calls (a
+/// fresh server's first write must not wait behind it). The applier keeps
+/// the ordinary priority: queries wait for it. A failure leaves the
+/// priority as it was: only speed depends on it.
+fn yield_to_the_tools() {
+    if let Err(err) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
+        tracing::debug!("workspace index: cannot lower a reader's priority: {err}");
+    }
+}
+
 /// Counts a read against the budget; past it, the file becomes an
 /// always-candidate instead of being indexed.
 fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64) {
@@ -1230,6 +1382,147 @@ mod tests {
             Arc::new(AtomicBool::new(false)),
         )
         .unwrap_or_else(|err| panic!("{err:?}"))
+    }
+
+    fn any_limits() -> Limits {
+        Limits {
+            max_file_bytes: 1 << 20,
+            memory_budget: u64::MAX,
+        }
+    }
+
+    fn query(pattern: &str) -> Query {
+        crate::query::regex_query(&regex_syntax::parse(pattern).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// A root `ws` with `ws/d/inside.txt`, and `outside/secret-name.txt`
+    /// next to it.
+    fn root_and_outside() -> std::io::Result<(tempfile::TempDir, PathBuf, PathBuf)> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("d"))?;
+        std::fs::create_dir_all(&outside)?;
+        std::fs::write(root.join("d/inside.txt"), "inside\n")?;
+        std::fs::write(outside.join("secret-name.txt"), "SECRET-CONTENT\n")?;
+        Ok((dir, root, outside))
+    }
+
+    fn assert_nothing_outside(state: &State) {
+        let listed: Vec<String> = state.list("").into_iter().map(|f| f.path).collect();
+        assert!(
+            !listed.iter().any(|p| p.contains("secret")),
+            "an outside name was listed: {listed:?}"
+        );
+        let found = state.candidates(&query("SECRET-CONTENT"), "");
+        assert!(
+            !found.iter().any(|p| p.contains("secret")),
+            "an outside file was indexed: {found:?}"
+        );
+    }
+
+    /// Swaps a directory for a symlink to outside the moment the walk
+    /// watches it: between the walk's look at the directory and its
+    /// listing, where a swap race lands.
+    struct SwapWhenWatched {
+        dir: PathBuf,
+        outside: PathBuf,
+        swapped: bool,
+    }
+
+    impl Watch for SwapWhenWatched {
+        fn watch(&mut self, dir: &Path) -> Result<(), WatchFailure> {
+            if dir == self.dir && !self.swapped {
+                self.swapped = true;
+                let moved = self.dir.with_extension("moved");
+                std::fs::rename(&self.dir, &moved)
+                    .map_err(|e| WatchFailure::Other(e.to_string()))?;
+                std::os::unix::fs::symlink(&self.outside, &self.dir)
+                    .map_err(|e| WatchFailure::Other(e.to_string()))?;
+            }
+            Ok(())
+        }
+        fn unwatch(&mut self, _dir: &Path) {}
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_mid_walk_is_not_listed_through_it() -> std::io::Result<()>
+    {
+        let (_dir, root, outside) = root_and_outside()?;
+        let root = std::fs::canonicalize(root)?;
+        let mut swap = SwapWhenWatched {
+            dir: root.join("d"),
+            outside,
+            swapped: false,
+        };
+        let state = State::build(
+            root.clone(),
+            any_limits(),
+            None,
+            &mut swap,
+            Arc::new(AtomicBool::new(false)),
+        )
+        .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        assert!(swap.swapped, "the walk watched d");
+        assert_nothing_outside(&state);
+        // The swapped directory is left to the event of the swap.
+        assert!(!state.covers_dir("d"));
+        Ok(())
+    }
+
+    #[test]
+    fn an_event_for_a_path_through_a_swapped_directory_reads_nothing_outside() -> std::io::Result<()>
+    {
+        let (_dir, root, outside) = root_and_outside()?;
+        let mut state = built(&root, any_limits());
+        assert!(state.covers_dir("d"));
+        // `d` becomes a symlink to outside before the events naming paths
+        // in it (queued before the swap) are applied.
+        std::fs::rename(root.join("d"), root.join("d.moved"))?;
+        std::os::unix::fs::symlink(&outside, root.join("d"))?;
+        state
+            .refresh("d/secret-name.txt", &mut NoWatch)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        assert_nothing_outside(&state);
+        state
+            .refresh("d", &mut NoWatch)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        assert_nothing_outside(&state);
+        assert!(!state.covers_dir("d"));
+        // A resync of the whole tree neither.
+        state
+            .resync("", &mut NoWatch)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        assert_nothing_outside(&state);
+        Ok(())
+    }
+
+    #[test]
+    fn a_hard_linked_file_is_a_candidate_and_is_read_again_once_changed() -> std::io::Result<()> {
+        let (_dir, root, outside) = root_and_outside()?;
+        std::fs::write(root.join("f.txt"), "hello world\n")?;
+        std::fs::hard_link(root.join("f.txt"), outside.join("f-alias.txt"))?;
+        let mut state = built(&root, any_limits());
+        // A candidate for every search, its trigrams notwithstanding.
+        assert_eq!(state.candidates(&query("NEEDLE-XYZ"), ""), vec!["f.txt"]);
+        assert!(state.linked_changed().is_empty());
+        // A write through the other name: no event reaches the index.
+        std::fs::write(outside.join("f-alias.txt"), "hello NEEDLE-XYZ world\n")?;
+        let changed = state.linked_changed();
+        assert_eq!(changed, vec!["f.txt".to_string()]);
+        state.reread(&changed);
+        let listed = state.list("");
+        let f = listed.iter().find(|f| f.path == "f.txt");
+        assert_eq!(f.map(|f| f.size), Some(23));
+        assert!(state.linked_changed().is_empty());
+        // Once it has one name again, the trigrams decide.
+        std::fs::remove_file(outside.join("f-alias.txt"))?;
+        state
+            .refresh("f.txt", &mut NoWatch)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        assert!(state.candidates(&query("ABSENT-WORD"), "").is_empty());
+        assert_eq!(state.candidates(&query("NEEDLE-XYZ"), ""), vec!["f.txt"]);
+        Ok(())
     }
 
     #[test]

@@ -19,7 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, Flag};
-use notify::{Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{
+    Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, WatchPathConfig, Watcher,
+};
 
 use crate::query::Query;
 use crate::state::{Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure};
@@ -68,8 +70,21 @@ pub struct IndexConfig {
     memory_budget: u64,
     max_file_bytes: u64,
     max_watches: Option<usize>,
-    barrier_timeout: Duration,
+    /// `None`: as long as the first build took, within
+    /// [`MIN_BARRIER_WAIT`] and [`MAX_BARRIER_WAIT`].
+    barrier_timeout: Option<Duration>,
 }
+
+/// The shortest a query waits for the index to catch up.
+const MIN_BARRIER_WAIT: Duration = Duration::from_millis(500);
+/// The longest a query waits for the index to catch up. A scan of the
+/// tree reads about what the first build read, so once a query has waited
+/// as long as the build took, scanning would have answered already; the
+/// bounds keep a tiny tree from giving up on an ordinary burst of events
+/// or on a busy machine's scheduling delays (hundreds of milliseconds at
+/// a load of 15 on 2 cores), and a huge one from stalling a call for
+/// long. Only the first call of a lag waits: later ones scan at once.
+const MAX_BARRIER_WAIT: Duration = Duration::from_secs(2);
 
 impl IndexConfig {
     /// An index of `root` with the default budget and caps.
@@ -79,7 +94,7 @@ impl IndexConfig {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_watches: None,
-            barrier_timeout: Duration::from_secs(5),
+            barrier_timeout: None,
         }
     }
 
@@ -107,9 +122,12 @@ impl IndexConfig {
     }
 
     /// How long a query waits for the index to catch up with the events
-    /// queued before it, before it gives up and lets the caller scan.
+    /// queued before it, before it gives up and lets the caller scan. By
+    /// default, as long as the first build took, but at least 0.5 s and
+    /// at most 2 s. Once a query gave up, the next ones do not wait at all
+    /// until the index has caught up with it.
     pub fn barrier_timeout(mut self, timeout: Duration) -> Self {
-        self.barrier_timeout = timeout;
+        self.barrier_timeout = Some(timeout);
         self
     }
 }
@@ -206,6 +224,10 @@ struct Shared {
     status: Mutex<Status>,
     /// The highest marker number the applier has seen.
     applied: Mutex<u64>,
+    /// The number of the last marker a query stopped waiting for (0:
+    /// none). Until the applier has seen it, the index is known to lag
+    /// and queries scan at once instead of waiting in turn.
+    lagging_since: AtomicU64,
     applied_changed: Condvar,
     next_marker: AtomicU64,
     marker_dir: PathBuf,
@@ -278,6 +300,7 @@ impl WorkspaceIndex {
             state: RwLock::new(None),
             status: Mutex::new(Status::Building),
             applied: Mutex::new(0),
+            lagging_since: AtomicU64::new(0),
             applied_changed: Condvar::new(),
             next_marker: AtomicU64::new(0),
             marker_dir,
@@ -422,11 +445,29 @@ impl WorkspaceIndex {
         self.check_status()?;
         self.barrier()?;
         self.check_status()?;
-        let guard = self
-            .shared
-            .state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let read = || {
+            self.shared
+                .state
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        let mut guard = read();
+        // Files with other names may have been written through one that
+        // made no event here: those whose stamp moved are read again.
+        let changed = guard.as_ref().map(State::linked_changed);
+        if let Some(changed) = changed.filter(|c| !c.is_empty()) {
+            drop(guard);
+            if let Some(state) = self
+                .shared
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_mut()
+            {
+                state.reread(&changed);
+            }
+            guard = read();
+        }
         let Some(state) = guard.as_ref() else {
             return Err(NotServed::Building);
         };
@@ -454,9 +495,36 @@ impl WorkspaceIndex {
         }
     }
 
+    /// How long a query waits for the index to catch up.
+    fn barrier_wait(&self) -> Duration {
+        self.shared.config.barrier_timeout.unwrap_or_else(|| {
+            self.build_time()
+                .unwrap_or(MAX_BARRIER_WAIT)
+                .clamp(MIN_BARRIER_WAIT, MAX_BARRIER_WAIT)
+        })
+    }
+
     /// Waits until every event queued before now has been applied.
     fn barrier(&self) -> Result<(), NotServed> {
         let shared = &self.shared;
+        let behind = shared.lagging_since.load(Ordering::SeqCst);
+        if behind != 0 {
+            let applied = *shared
+                .applied
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if applied < behind {
+                // Still behind the marker an earlier query gave up on:
+                // waiting again would only add that wait to the scan.
+                return Err(NotServed::Lagging);
+            }
+            let _ = shared.lagging_since.compare_exchange(
+                behind,
+                0,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
         let number = shared.next_marker.fetch_add(1, Ordering::SeqCst) + 1;
         let marker = shared.marker_dir.join(number.to_string());
         if let Err(err) = std::fs::File::create(&marker) {
@@ -465,7 +533,7 @@ impl WorkspaceIndex {
             )));
         }
         let _ = std::fs::remove_file(&marker);
-        let deadline = Instant::now() + shared.config.barrier_timeout;
+        let deadline = Instant::now() + self.barrier_wait();
         let mut applied = shared
             .applied
             .lock()
@@ -473,6 +541,7 @@ impl WorkspaceIndex {
         while *applied < number {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                shared.lagging_since.fetch_max(number, Ordering::SeqCst);
                 return Err(NotServed::Lagging);
             }
             applied = shared
@@ -510,7 +579,11 @@ impl Watch for Watches {
         if self.limit.is_some_and(|limit| self.watched.len() >= limit) {
             return Err(WatchFailure::Limit);
         }
-        match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+        // Never through a symlink: the name is checked against the
+        // directory listed afterwards (see `State::walk`).
+        let config =
+            WatchPathConfig::new(RecursiveMode::NonRecursive).with_dereference_symlinks(false);
+        match self.watcher.watch_with(dir, config) {
             Ok(()) => {
                 self.watched.insert(dir.to_path_buf());
                 Ok(())
@@ -679,6 +752,10 @@ fn apply_batch(
         return Ok(false);
     };
     let mut seen_marker = None;
+    // Each path is brought up to date from what is on disk now, so one
+    // refresh per path and batch does what several would: a write's
+    // create, modify, close and rename events read the file once.
+    let mut refreshed: HashSet<PathBuf> = HashSet::new();
     for message in batch {
         let event = match message {
             Message::Stop => return Ok(false),
@@ -714,13 +791,18 @@ fn apply_batch(
         if is_read_only_access(&event.kind) {
             continue;
         }
-        for path in &event.paths {
+        for path in event.paths {
             if path.starts_with(&shared.marker_dir) {
-                if let Some(number) = marker_number(path, &shared.marker_dir) {
+                if let Some(number) = marker_number(&path, &shared.marker_dir) {
                     seen_marker = Some(seen_marker.map_or(number, |m: u64| m.max(number)));
                 }
                 continue;
             }
+            if refreshed.contains(&path) {
+                continue;
+            }
+            refreshed.insert(path.clone());
+            let path = &path;
             let Ok(rel) = path.strip_prefix(state.root()) else {
                 continue;
             };
@@ -785,4 +867,65 @@ fn resync(
     state.pack();
     shared.set_status(Status::Ready);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lagging_index_is_bypassed_at_once_until_it_catches_up() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("a.txt"), "alpha\n")?;
+        let wait = Duration::from_millis(300);
+        let index = WorkspaceIndex::start(IndexConfig::new(dir.path()).barrier_timeout(wait));
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        assert!(index.files("").is_ok());
+        // Hold the state so the applier cannot take in the next change.
+        let held = index
+            .shared
+            .state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        std::fs::write(dir.path().join("b.txt"), "beta\n")?;
+        let started = Instant::now();
+        assert_eq!(index.barrier(), Err(NotServed::Lagging));
+        assert!(started.elapsed() >= wait);
+        // The next query does not wait again while the index is behind.
+        let started = Instant::now();
+        assert_eq!(index.barrier(), Err(NotServed::Lagging));
+        assert!(
+            started.elapsed() < wait / 3,
+            "waited {:?}",
+            started.elapsed()
+        );
+        drop(held);
+        // Caught up: answered from the index again, with the change.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match index.files("") {
+                Ok(files) => {
+                    assert_eq!(files.len(), 2, "{files:?}");
+                    break;
+                }
+                Err(NotServed::Lagging) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_default_wait_follows_the_build_time_within_bounds() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let index = WorkspaceIndex::start(IndexConfig::new(dir.path()));
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        let wait = index.barrier_wait();
+        assert!(
+            wait >= MIN_BARRIER_WAIT && wait <= MAX_BARRIER_WAIT,
+            "{wait:?}"
+        );
+    }
 }

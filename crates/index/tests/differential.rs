@@ -18,7 +18,13 @@ use agent_tools_index::{IndexConfig, NotServed, Status, WorkspaceIndex, regex_qu
 const CAP: u64 = 4096;
 
 fn start(root: &Path) -> WorkspaceIndex {
-    let index = WorkspaceIndex::start(IndexConfig::new(root).max_file_bytes(CAP));
+    // These tests check answers, not latency: on a loaded machine the
+    // index may take longer than the default wait to catch up.
+    let index = WorkspaceIndex::start(
+        IndexConfig::new(root)
+            .max_file_bytes(CAP)
+            .barrier_timeout(Duration::from_secs(60)),
+    );
     assert!(
         index.wait_ready(Duration::from_secs(60)),
         "{:?}",
@@ -571,4 +577,59 @@ fn marker_directories_of_processes_that_are_gone_are_removed() {
     assert!(!abandoned.exists(), "{}", abandoned.display());
     assert!(ours.exists(), "a live process keeps its directory");
     std::fs::remove_dir(&ours).unwrap();
+}
+
+#[test]
+fn a_directory_swapped_with_a_symlink_to_outside_never_shows_outside_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ws");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret-name.txt"), "SECRET-CONTENT\n").unwrap();
+    for d in ["d0", "d1"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+        std::fs::write(root.join(d).join("inside.txt"), "inside\n").unwrap();
+    }
+    let index = start(&root);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (root, outside, stop) = (root.clone(), outside.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut round = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let d = root.join(if round.is_multiple_of(2) { "d0" } else { "d1" });
+                let aside = root.join("aside");
+                std::fs::rename(&d, &aside).unwrap();
+                std::os::unix::fs::symlink(&outside, &d).unwrap();
+                std::fs::remove_file(&d).unwrap();
+                std::fs::rename(&aside, &d).unwrap();
+                round += 1;
+            }
+        })
+    };
+    let query = regex_query(&regex_syntax::parse("SECRET-CONTENT").unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_millis(1500);
+    let mut served = 0;
+    while std::time::Instant::now() < deadline {
+        if let Ok(files) = index.files("") {
+            served += 1;
+            assert!(
+                !files.iter().any(|f| f.path.contains("secret")),
+                "{files:?}"
+            );
+        }
+        if let Ok(found) = index.candidates(&query, "") {
+            assert!(!found.iter().any(|p| p.contains("secret")), "{found:?}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    // Once the churn stops, the index catches up and answers exactly.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while let Err(NotServed::Lagging) = index.files("") {
+        assert!(std::time::Instant::now() < deadline, "still lagging");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let files = index_files(&index);
+    assert_eq!(files, reference_files(&root), "after {served} answers");
 }

@@ -28,7 +28,7 @@ const BLOCK: usize = 250;
 const OTHER_SERVER: &str = "rust-mcp-filesystem";
 
 /// A child `agent-tools mcp` and the two ends of its stdio.
-struct Client {
+pub(super) struct Client {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -39,6 +39,13 @@ struct Client {
 impl Client {
     fn start(exe: &Path, root: &Path) -> Result<Client> {
         Client::start_surface(exe, root, "agent-tools")
+    }
+
+    /// `agent-tools mcp --root <root>` with more options, initialized.
+    pub(super) fn start_with(exe: &Path, root: &Path, options: &[&str]) -> Result<Client> {
+        let mut command = Command::new(exe);
+        command.arg("mcp").arg("--root").arg(root).args(options);
+        Client::spawn(command, "agent-tools mcp")
     }
 
     fn start_surface(exe: &Path, root: &Path, surface: &str) -> Result<Client> {
@@ -112,7 +119,7 @@ impl Client {
     }
 
     /// One tools/call; returns the text, failing on an error result.
-    fn call(&mut self, name: &str, args: &Value) -> Result<String> {
+    pub(super) fn call(&mut self, name: &str, args: &Value) -> Result<String> {
         let response = self.request("tools/call", json!({"name": name, "arguments": args}))?;
         let result = response.get("result").context("no result")?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
@@ -124,7 +131,7 @@ impl Client {
             .context("no text content")
     }
 
-    fn shutdown(mut self) -> Result<()> {
+    pub(super) fn shutdown(mut self) -> Result<()> {
         drop(self.stdin.take());
         self.child.wait()?;
         Ok(())

@@ -22,6 +22,7 @@ mod sandbox;
 mod search;
 mod shell;
 mod tail;
+mod writes;
 
 /// What every group may need: options, and which outside tools exist.
 pub struct Ctx<'a> {
@@ -59,10 +60,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Group::Mcp,
         Group::Tail,
         Group::Sandbox,
+        Group::Writes,
     ]
     .iter()
     .any(|g| args.wants(*g));
-    let exe = if needs_exe {
+    let exe = if let Some(exe) = &args.exe {
+        Some(exe.clone())
+    } else if needs_exe {
         Some(crate::build_agent_tools(&target)?)
     } else {
         None
@@ -133,6 +137,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Sandbox) {
         emit(sandbox::sandbox(&ctx)?);
+    }
+    if args.wants(Group::Writes) {
+        emit(writes::writes(&ctx)?);
     }
 
     let out = match &args.out {

@@ -16,19 +16,19 @@ use crate::report::{Table, duration, median_mean, ratio};
 
 /// Where the corpus is looked for when AGENT_TOOLS_PATCH_CORPUS is unset,
 /// relative to the workspace root.
-const DEFAULT_CORPUS: &str = "../shared/patch-corpus/git";
+pub(super) const DEFAULT_CORPUS: &str = "../shared/patch-corpus/git";
 
-struct Case {
-    patch_path: PathBuf,
-    patch: Vec<u8>,
-    before: PathBuf,
-    after: PathBuf,
+pub(super) struct Case {
+    pub(super) patch_path: PathBuf,
+    pub(super) patch: Vec<u8>,
+    pub(super) before: PathBuf,
+    pub(super) after: PathBuf,
 }
 
 /// Files of a tree: relative path and content, sorted.
-type Files = Vec<(PathBuf, Vec<u8>)>;
+pub(super) type Files = Vec<(PathBuf, Vec<u8>)>;
 
-fn files(root: &Path) -> Result<Files> {
+pub(super) fn files(root: &Path) -> Result<Files> {
     fn walk(root: &Path, dir: &Path, out: &mut Files) -> Result<()> {
         if !dir.is_dir() {
             return Ok(());
@@ -49,7 +49,7 @@ fn files(root: &Path) -> Result<Files> {
     Ok(out)
 }
 
-fn copy_into(from: &Path, to: &Path) -> Result<()> {
+pub(super) fn copy_into(from: &Path, to: &Path) -> Result<()> {
     for (rel, data) in files(from)? {
         let dst = to.join(rel);
         if let Some(parent) = dst.parent() {
@@ -60,7 +60,7 @@ fn copy_into(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-fn load_cases(dir: &Path) -> Result<Vec<Case>> {
+pub(super) fn load_cases(dir: &Path) -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for entry in fs::read_dir(dir)? {
         let path = entry?.path();
@@ -84,6 +84,14 @@ fn source(case: &Case) -> Option<String> {
     text.split_whitespace().next().map(str::to_string)
 }
 
+/// Where the corpus is: AGENT_TOOLS_PATCH_CORPUS, or [`DEFAULT_CORPUS`].
+pub(super) fn corpus_dir() -> Result<PathBuf> {
+    Ok(match std::env::var_os("AGENT_TOOLS_PATCH_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::workspace_root()?.join(DEFAULT_CORPUS),
+    })
+}
+
 /// One engine's figures: total time per run, and cases reproduced.
 #[derive(Default)]
 struct Engine {
@@ -93,10 +101,7 @@ struct Engine {
 
 /// Applies every case with each engine; only the apply is timed.
 pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
-    let dir = match std::env::var_os("AGENT_TOOLS_PATCH_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => crate::workspace_root()?.join(DEFAULT_CORPUS),
-    };
+    let dir = corpus_dir()?;
     let mut table = Table::new("apply_patch — corpus of real commits");
     if !dir.is_dir() {
         table.note(format!(
