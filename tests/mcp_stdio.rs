@@ -429,6 +429,8 @@ fn a_client_that_stops_reading_does_not_grow_the_server() {
     let mut client = McpClient::start(dir.path(), &[]);
     let pid = client.pid();
     let mut stdin = client.take_stdin();
+    // The input stays open (closing it would end the server): the server
+    // reads every request, and holds those it cannot start yet as lines.
     let writer = std::thread::spawn(move || {
         for id in 1000..3000 {
             let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -437,6 +439,7 @@ fn a_client_that_stops_reading_does_not_grow_the_server() {
                 break;
             }
         }
+        stdin
     });
     let rss = || -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
