@@ -593,11 +593,15 @@ enum Frame {
     Eof,
 }
 
-/// A line waiting to be handed to rmcp.
+/// A line waiting to be handed to rmcp (trimmed when it is parsed).
 struct Waiting {
-    line: Box<[u8]>,
+    line: Vec<u8>,
     id: Option<RequestId>,
 }
+
+/// A line at least this long is moved into the queue rather than copied:
+/// a copy of a line near the frame limit would double what it costs.
+const MOVE_LINES_FROM: usize = 64 * 1024;
 
 /// What the reader has read and rmcp not yet taken.
 #[derive(Default)]
@@ -620,16 +624,13 @@ struct Inbox {
 }
 
 impl Inbox {
-    fn push(&mut self, line: &[u8], id: Option<RequestId>) {
+    fn push(&mut self, line: Vec<u8>, id: Option<RequestId>) {
         let number = self.left + self.waiting.len() as u64;
         if let Some(id) = &id {
             self.by_id.insert(id.clone(), number);
         }
-        self.waiting_bytes += line.len() + WAITING_ENTRY_COST;
-        self.waiting.push_back(Some(Waiting {
-            line: line.into(),
-            id,
-        }));
+        self.waiting_bytes += line.capacity() + WAITING_ENTRY_COST;
+        self.waiting.push_back(Some(Waiting { line, id }));
     }
 
     fn pop(&mut self) -> Option<Waiting> {
@@ -640,7 +641,7 @@ impl Inbox {
             let Some(waiting) = entry else {
                 continue;
             };
-            self.waiting_bytes -= waiting.line.len();
+            self.waiting_bytes -= waiting.line.capacity();
             if let Some(id) = &waiting.id
                 && self.by_id.get(id) == Some(&number)
             {
@@ -659,7 +660,7 @@ impl Inbox {
         let at = usize::try_from(number - self.left).unwrap_or(usize::MAX);
         match self.waiting.get_mut(at).and_then(Option::take) {
             Some(waiting) => {
-                self.waiting_bytes -= waiting.line.len();
+                self.waiting_bytes -= waiting.line.capacity();
                 true
             }
             None => false,
@@ -786,11 +787,7 @@ impl LineReader {
 async fn read_loop(mut reader: LineReader, link: Arc<Link>) {
     loop {
         match reader.next_frame().await {
-            Ok(Frame::Line) => {
-                let line = std::mem::take(&mut reader.line);
-                link.on_line(&line).await;
-                reader.line = line;
-            }
+            Ok(Frame::Line) => link.on_line(&mut reader.line).await,
             Ok(Frame::Oversized) => link.answer_oversized(&reader.line).await,
             Ok(Frame::Eof) => break,
             Err(err) => {
@@ -853,10 +850,18 @@ fn plain_call(text: &[u8]) -> Option<PlainCall<'_>> {
 
 impl Link {
     /// One whole line from the reader: acted on at once, answered by the
-    /// fast lane, or put in the queue.
-    async fn on_line(&self, line: &[u8]) {
+    /// fast lane, or put in the queue (a long line is moved there, leaving
+    /// `line` empty).
+    async fn on_line(&self, line: &mut Vec<u8>) {
         let text = trim_line(line);
         if text.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        if !within_values(text, self.flow.limits.max_request_values) {
+            // Refused unparsed, at once: it would only cost memory while
+            // waiting.
+            self.flow.wait_until(Flow::writer_keeps_up).await;
+            self.answer_too_many_values(text);
             return;
         }
         if self.answer_brief(text) {
@@ -871,23 +876,27 @@ impl Link {
         let request_id = id
             .usable()
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
+        let is_notification = method.is_some() && !id.present();
+        let busy_id = id.usable().map(RawValue::to_owned);
         let limit = self.flow.limits.max_waiting_bytes;
         {
             let mut inbox = lock(&self.inbox);
-            if inbox.waiting_bytes + text.len() + WAITING_ENTRY_COST <= limit
+            if inbox.waiting_bytes + line.capacity() + WAITING_ENTRY_COST <= limit
                 || inbox.waiting.is_empty()
             {
-                inbox.push(text, request_id);
+                let kept = if line.len() >= MOVE_LINES_FROM {
+                    std::mem::take(line)
+                } else {
+                    line.clone()
+                };
+                inbox.push(kept, request_id);
                 drop(inbox);
                 self.flow.notify();
                 return;
             }
         }
-        if method.is_some() && !id.present() {
-            tracing::warn!(
-                method,
-                "a notification was dropped: the server is busy with what came before"
-            );
+        if is_notification {
+            tracing::warn!("a notification was dropped: the server is busy with what came before");
             return;
         }
         // Stop reading until the client reads what was written before:
@@ -895,7 +904,7 @@ impl Link {
         // into memory without bound.
         self.flow.wait_until(Flow::writer_keeps_up).await;
         self.reply_rpc_error(
-            id.usable(),
+            busy_id.as_deref(),
             SERVER_BUSY,
             "server busy: too many requests wait to be served; send this one again later",
         );
@@ -935,7 +944,7 @@ impl Link {
                 JsonRpcMessage::Notification(notification)
             }
             (Urgent::Ping, JsonRpcMessage::Request(request)) => {
-                match self.hand_over(request, text.len()) {
+                match self.hand_over(request, text) {
                     Some(message) => message,
                     None => return true,
                 }
@@ -972,7 +981,7 @@ impl Link {
             return if ended { Next::Ended } else { Next::Wait };
         };
         drop(inbox);
-        match self.parse(&waiting.line) {
+        match self.parse(trim_line(&waiting.line)) {
             Some(message) => Next::Message(message),
             None => Next::Again,
         }
@@ -1032,7 +1041,7 @@ impl Link {
             return None;
         }
         match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-            Ok(JsonRpcMessage::Request(request)) => self.hand_over(request, text.len()),
+            Ok(JsonRpcMessage::Request(request)) => self.hand_over(request, text),
             Ok(JsonRpcMessage::Notification(notification)) => {
                 match &notification.notification {
                     ClientNotification::CancelledNotification(cancelled) => {
@@ -1067,9 +1076,7 @@ impl Link {
     /// work and a place for a brief call is free; false leaves the line
     /// to the queue.
     fn answer_brief(&self, text: &[u8]) -> bool {
-        if !self.flow.handshake_done.load(Ordering::Acquire)
-            || !within_values(text, self.flow.limits.max_request_values)
-        {
+        if !self.flow.handshake_done.load(Ordering::Acquire) {
             return false;
         }
         // A line that is no plain call fails here and is read again, in
@@ -1124,11 +1131,12 @@ impl Link {
         true
     }
 
-    /// A request for rmcp, counted as unanswered until rmcp drops it.
+    /// A request for rmcp (read from `text`), counted as unanswered until
+    /// rmcp drops it.
     fn hand_over(
         &self,
         mut request: JsonRpcRequest<ClientRequest>,
-        bytes: usize,
+        text: &[u8],
     ) -> Option<ClientJsonRpcMessage> {
         if !matches!(request.request, ClientRequest::PingRequest(_))
             && !self.flow.opened.swap(true, Ordering::AcqRel)
@@ -1143,14 +1151,14 @@ impl Link {
         {
             // rmcp takes a call whose params it cannot read for an unknown
             // method; say what is wrong with them.
-            let problem = unreadable_call(custom.params.as_ref());
+            let problem = unreadable_call(text, custom.params.as_ref());
             match serde_json::value::to_raw_value(&request.id) {
                 Ok(id) => self.reply_tool_error(&id, ToolError::invalid_input(problem)),
                 Err(err) => tracing::error!(error = %err, "a request id cannot be written"),
             }
             return None;
         }
-        let guard = PendingRequest::new(&self.flow, bytes);
+        let guard = PendingRequest::new(&self.flow, text.len());
         request.request.extensions_mut().insert(Arc::new(guard));
         Some(JsonRpcMessage::Request(request))
     }
@@ -1232,8 +1240,14 @@ impl Link {
 }
 
 /// What a line rmcp read as an unknown request (a `tools/call` whose
-/// params its types refuse) has wrong.
-fn unreadable_call(params: Option<&Value>) -> String {
+/// params its types refuse) has wrong; `params` as rmcp kept them, `text`
+/// the line (which still has what a parsed map lost: a duplicate member).
+fn unreadable_call(text: &[u8], params: Option<&Value>) -> String {
+    #[derive(Deserialize)]
+    struct CallShape {
+        #[allow(dead_code)] // read only for its error
+        params: CallToolRequestParams,
+    }
     let Some(params) = params else {
         return "the call has no params: give the tool's name and arguments".into();
     };
@@ -1251,7 +1265,7 @@ fn unreadable_call(params: Option<&Value>) -> String {
             json_type_name(arguments)
         );
     }
-    match serde_json::from_value::<CallToolRequestParams>(params.clone()) {
+    match serde_json::from_slice::<CallShape>(text) {
         Err(err) => format!("the call's params cannot be read: {err}"),
         Ok(_) => "the call's params cannot be read".into(),
     }
@@ -1266,6 +1280,9 @@ enum Urgent {
 }
 
 /// What the transport has for rmcp now.
+// Made and taken apart at once, once per message: boxing the message
+// would cost an allocation each time and save nothing.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Message(ClientJsonRpcMessage),
     /// A line was answered here; look again.
@@ -1476,6 +1493,9 @@ fn scan_top_level(bytes: &[u8]) -> (IdMember<'_>, Option<Cow<'_, str>>) {
                     .map(|text| text.0);
             }
             _ => {}
+        }
+        if matches!(id, IdMember::Present(_)) && method.is_some() {
+            break;
         }
         at = skip_ws(bytes, value_end);
         if bytes.get(at) != Some(&b',') {
@@ -1723,7 +1743,7 @@ mod tests {
         assert_eq!(values_at_most(b"[0,0,0]"), 4);
         assert_eq!(values_at_most(br#"{"a":"[,{,\"","b":[]}"#), 4);
         assert!(
-            within_values(&vec![b' '; 100], 10),
+            within_values(&[b' '; 100], 10),
             "short lines are not scanned"
         );
         let zeros = format!("[{}0]", "0,".repeat(100));
@@ -1734,9 +1754,9 @@ mod tests {
     #[test]
     fn a_cancelled_request_leaves_the_queue_and_gives_back_its_bytes() {
         let mut inbox = Inbox::default();
-        inbox.push(b"one", Some(RequestId::Number(1)));
-        inbox.push(b"two", Some(RequestId::Number(2)));
-        inbox.push(b"note", None);
+        inbox.push(b"one".to_vec(), Some(RequestId::Number(1)));
+        inbox.push(b"two".to_vec(), Some(RequestId::Number(2)));
+        inbox.push(b"note".to_vec(), None);
         assert!(inbox.cancel(&RequestId::Number(2)));
         assert!(!inbox.cancel(&RequestId::Number(2)), "only once");
         assert!(!inbox.cancel(&RequestId::Number(9)));
