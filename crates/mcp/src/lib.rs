@@ -526,6 +526,10 @@ pub async fn serve_stdio_with<T: ToolSet>(
         () = ended.cancelled() => {}
     }
     flow.shut_down();
+    if !flow.writer_keeps_up() {
+        // The client is not reading: no answer would get through.
+        return Ok(());
+    }
     match tokio::time::timeout(END_GRACE, &mut serving).await {
         Ok(served) => served,
         Err(_) => Ok(()),

@@ -1421,7 +1421,9 @@ impl Transport<RoleServer> for FramedStdio {
             changed.as_mut().enable();
             match self.link.next_message() {
                 Next::Message(message) => return Some(message),
-                Next::Again => {}
+                // A flood of lines answered here must not hold this
+                // thread: give way now and then.
+                Next::Again => tokio::task::consume_budget().await,
                 Next::Ended => return None,
                 Next::Wait => changed.await,
             }
