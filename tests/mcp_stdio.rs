@@ -803,7 +803,6 @@ fn the_server_ends_quickly_on_a_socket_pair() {
 #[test]
 fn the_server_ends_quickly_on_a_terminal() {
     use std::io::{BufRead, BufReader};
-    use std::os::fd::OwnedFd;
     let dir = workspace();
     for end in ["INT", "TERM"] {
         let pty = nix::pty::openpty(None, None).unwrap();
@@ -821,7 +820,7 @@ fn the_server_ends_quickly_on_a_terminal() {
             .stderr(std::process::Stdio::inherit())
             .spawn()
             .unwrap();
-        let mut terminal = std::fs::File::from(OwnedFd::from(pty.master));
+        let mut terminal = std::fs::File::from(pty.master);
         let lines = [
             json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
