@@ -915,6 +915,11 @@ impl Link {
     /// out, anything else is passed on ahead), `ping` (passed on ahead
     /// while the client reads its answers) and the client's responses.
     fn jump_the_queue(&self, text: &[u8], method: Option<&str>, id: IdMember<'_>) -> bool {
+        // Until the session is open nothing runs that could be freed, and
+        // the opening request (`initialize`) must reach rmcp first.
+        if !self.flow.opened.load(Ordering::Acquire) {
+            return false;
+        }
         let kind = match (method, id.present()) {
             (Some("notifications/cancelled"), false) => Urgent::Cancel,
             (Some("ping"), true) if self.flow.writer_keeps_up() => Urgent::Ping,
