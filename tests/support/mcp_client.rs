@@ -60,25 +60,8 @@ impl McpClient {
         capabilities: Value,
         roots: Option<Vec<String>>,
     ) -> McpClient {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
-            .arg("mcp")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn agent-tools");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut client = McpClient {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-            early: HashMap::new(),
-            roots,
-            server_requests: HashMap::new(),
-        };
+        let mut client = McpClient::start_bare(args);
+        client.roots = roots;
         let init = client.request(
             "initialize",
             json!({
@@ -90,6 +73,30 @@ impl McpClient {
         assert!(init.get("result").is_some(), "initialize failed: {init}");
         client.notify("notifications/initialized", json!({}));
         client
+    }
+
+    /// Starts `agent-tools mcp ARGS...` without a handshake (a session
+    /// without `initialize`, or none at all).
+    pub fn start_bare(args: &[String]) -> McpClient {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn agent-tools");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        McpClient {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            early: HashMap::new(),
+            roots: None,
+            server_requests: HashMap::new(),
+        }
     }
 
     pub fn send(&mut self, message: &Value) {
@@ -191,10 +198,16 @@ impl McpClient {
 
     /// Reads the next message, whatever it is.
     pub fn next_message(&mut self) -> Value {
+        let line = self.next_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON from server: {e}: {line}"))
+    }
+
+    /// Reads the next line as the server wrote it.
+    pub fn next_line(&mut self) -> String {
         let mut line = String::new();
         let n = self.stdout.read_line(&mut line).unwrap();
         assert!(n > 0, "server closed stdout");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON from server: {e}: {line}"))
+        line
     }
 
     /// The server's process id.

@@ -43,11 +43,14 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 mod roots;
+mod stdio;
 mod transport;
 mod watchdog;
 
-pub use transport::ServerLimits;
+#[doc(hidden)]
+pub use transport::check_line;
 use transport::{DirectCalls, Flow, FramedStdio};
+pub use transport::{SERVER_BUSY, ServerLimits};
 
 /// A tool as advertised to MCP clients.
 #[derive(Debug, Clone)]
@@ -204,6 +207,7 @@ pub struct McpServer<T: ToolSet> {
     listed: Arc<Vec<Tool>>,
     flow: Arc<Flow>,
     session: Session,
+    roots: Arc<roots::Refresher>,
 }
 
 impl<T: ToolSet> Clone for McpServer<T> {
@@ -213,6 +217,7 @@ impl<T: ToolSet> Clone for McpServer<T> {
             listed: self.listed.clone(),
             flow: self.flow.clone(),
             session: self.session.clone(),
+            roots: self.roots.clone(),
         }
     }
 }
@@ -247,6 +252,7 @@ impl<T: ToolSet> McpServer<T> {
             listed: Arc::new(listed),
             flow: Flow::new(limits),
             session,
+            roots: Arc::default(),
         }
     }
 
@@ -316,11 +322,11 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        roots::refresh(self.tools.clone(), context.peer);
+        roots::refresh(self.tools.clone(), context.peer, self.roots.clone());
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        roots::refresh(self.tools.clone(), context.peer);
+        roots::refresh(self.tools.clone(), context.peer, self.roots.clone());
     }
 
     async fn list_tools(
@@ -480,9 +486,16 @@ pub async fn serve_stdio<T: ToolSet>(tools: T) -> anyhow::Result<()> {
     serve_stdio_with(tools, ServerLimits::default(), std::future::pending()).await
 }
 
+/// How long the end waits for the answers already made to be written
+/// (the calls were all cancelled): short, since the server must be gone
+/// well within a tenth of a second of the signal or the end of input.
+const END_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Serves `tools` on stdin/stdout until the client closes the connection or
 /// `stop` completes (a termination signal, say). Either way every call still
-/// running is cancelled (its commands killed) before this returns.
+/// running is cancelled (its commands killed) and this returns at once
+/// (within [`END_GRACE`]), whatever stdin and stdout are and whatever the
+/// calls do.
 pub async fn serve_stdio_with<T: ToolSet>(
     tools: T,
     limits: ServerLimits,
@@ -491,25 +504,38 @@ pub async fn serve_stdio_with<T: ToolSet>(
     let server = McpServer::with_limits(tools, limits);
     let flow = server.flow.clone();
     flow.watch_brief_calls(tokio::runtime::Handle::current());
-    // Pipes (how MCP clients start servers) go through the non-blocking
-    // reactor; anything else falls back to the blocking standard streams.
-    let (read, write) = rmcp::transport::stdio_pipes();
     let direct = Arc::new(Direct {
         tools: server.tools.clone(),
         session: server.session.clone(),
     });
-    let transport = FramedStdio::new(read, write, flow.clone(), direct);
-    let running = server.serve(transport).await?;
+    let transport = FramedStdio::new(stdio::stdin(), stdio::stdout(), flow.clone(), direct);
+    let serving = async move {
+        let running = server.serve(transport).await?;
+        running.waiting().await?;
+        anyhow::Ok(())
+    };
+    tokio::pin!(serving);
+    // The end of input and a failed write end the session through the
+    // shutdown token, without waiting for rmcp to notice.
+    let ended = flow.shutdown.clone();
     tokio::select! {
-        quit = running.waiting() => {
+        biased;
+        served = &mut serving => {
             flow.shut_down();
-            quit?;
+            return served;
         }
-        () = stop => {
-            flow.shut_down();
-        }
+        () = stop => {}
+        () = ended.cancelled() => {}
     }
-    Ok(())
+    flow.shut_down();
+    if !flow.writer_keeps_up() {
+        // The client is not reading: no answer would get through.
+        return Ok(());
+    }
+    match tokio::time::timeout(END_GRACE, &mut serving).await {
+        Ok(served) => served,
+        Err(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use agent_tools_confine::{Confinement, Workspace};
 use std::sync::atomic::AtomicBool;
 
-use agent_tools_fs::ecma::{EcmaMatcher, EcmaRegex, EcmaSearch};
+use agent_tools_fs::ecma::{EcmaBudget, EcmaMatcher, EcmaRegex, EcmaSearch};
 use agent_tools_fs::{
     FileTools, FindOptions, GlobArgs, GrepArgs, IndexSettings, Keep, Limits, OutputMode,
 };
@@ -166,6 +166,7 @@ fn ecma_grep(tools: &FileTools, pattern: &str) -> Result<String> {
         matcher: &matcher,
         context: 0,
         max_matches: 1_000_000,
+        budget: EcmaBudget::default(),
     };
     let base = tools
         .workspace()

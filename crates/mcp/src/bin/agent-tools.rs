@@ -304,10 +304,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let stop = termination_signal()?;
                 agent_tools_mcp::serve_stdio_with(tools, limits, stop).await
             });
-            // Calls still running (a read stuck on a FIFO, say) run on
-            // threads of their own and do not hold the exit; their commands
-            // die with us through the launcher.
-            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            // Nothing is waited for: every call was cancelled and the
+            // answers that could be written were. Calls still running (a
+            // read stuck on a FIFO, say) run on threads of their own, and
+            // so do a terminal's reader and writer; their commands die with
+            // us through the launcher. Dropping the runtime's tasks here
+            // (hundreds, with a flooded queue) took longer than the whole
+            // end is allowed.
+            runtime.shutdown_background();
             // The folder goes with the tools when they are dropped, but a
             // call still running holds them past this point: remove it now.
             if let Some(tmp) = sandbox_tmp {
