@@ -67,48 +67,34 @@ fn kind_of(fd: BorrowedFd<'_>) -> Kind {
 pub(crate) fn stdin() -> Input {
     let stdin = io::stdin();
     let fd = stdin.as_fd();
-    match kind_of(fd) {
-        Kind::Pipe => {
-            if let Some(stream) = reopen(fd, false).and_then(|fd| FdStream::new(fd, false)) {
-                return Box::new(stream);
-            }
-        }
-        Kind::Socket => {
-            if let Some(stream) = fd
-                .try_clone_to_owned()
-                .ok()
-                .and_then(|fd| FdStream::new(fd, true))
-            {
-                return Box::new(stream);
-            }
-        }
-        Kind::Other => {}
+    match reactor_stream(fd, false) {
+        Some(stream) => Box::new(stream),
+        None => Box::new(ThreadReader::start(fd)),
     }
-    Box::new(ThreadReader::start(fd))
 }
 
 /// The process's standard output, as described in the module docs.
 pub(crate) fn stdout() -> Output {
     let stdout = io::stdout();
     let fd = stdout.as_fd();
-    match kind_of(fd) {
-        Kind::Pipe => {
-            if let Some(stream) = reopen(fd, true).and_then(|fd| FdStream::new(fd, false)) {
-                return Box::new(stream);
-            }
-        }
-        Kind::Socket => {
-            if let Some(stream) = fd
-                .try_clone_to_owned()
-                .ok()
-                .and_then(|fd| FdStream::new(fd, true))
-            {
-                return Box::new(stream);
-            }
-        }
-        Kind::Other => {}
+    match reactor_stream(fd, true) {
+        Some(stream) => Box::new(stream),
+        None => Box::new(ThreadWriter::start(fd)),
     }
-    Box::new(ThreadWriter::start(fd))
+}
+
+/// `fd` driven by the reactor: a pipe reopened on a file description of
+/// its own, a socket as it is; None for anything else (a terminal, a
+/// file) or when that cannot be done, which then gets a thread.
+fn reactor_stream(fd: BorrowedFd<'_>, write: bool) -> Option<FdStream> {
+    match kind_of(fd) {
+        Kind::Pipe => reopen(fd, write).and_then(|fd| FdStream::new(fd, false)),
+        Kind::Socket => fd
+            .try_clone_to_owned()
+            .ok()
+            .and_then(|fd| FdStream::new(fd, true)),
+        Kind::Other => None,
+    }
 }
 
 /// Opens the pipe behind `fd` again, non-blocking, on a file description
