@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod measure;
 mod report;
+mod spec;
 mod tree;
 
 #[derive(Parser)]
@@ -37,6 +38,11 @@ enum Task {
     /// `git` for some comparisons; a missing one is reported and skipped.
     /// The full run takes a few minutes on 2 cores; `--quick` well under two.
     Bench(BenchArgs),
+    /// Check spec/SPEC.md and README.md against the code (the crate table
+    /// and dependency graph, every surface's tools, titles, hints and
+    /// inputs, the README's layout); without `--check`, first rewrite the
+    /// generated dependency block.
+    Spec(spec::SpecArgs),
 }
 
 /// Options of `cargo xtask bench`.
@@ -115,6 +121,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Task::Bench(args) => bench::run(&args),
+        Task::Spec(args) => spec::run(&workspace_root()?, &args),
     }
 }
 

@@ -13,6 +13,7 @@ pub struct SurfaceChoice {
     summary: &'static str,
     several_roots: bool,
     list: fn(bool) -> Vec<ToolSpec>,
+    every: fn() -> Vec<ToolSpec>,
     open: fn(Config) -> Result<AgentTools, StartupError>,
 }
 
@@ -33,6 +34,13 @@ impl SurfaceChoice {
             summary: surface.summary(),
             several_roots: surface.serves_several_roots(),
             list: |read_only| offered_specs(&S::default(), read_only),
+            every: || {
+                S::default()
+                    .tools()
+                    .into_iter()
+                    .map(|tool| tool.spec().clone())
+                    .collect()
+            },
             open: |config| AgentTools::with_surface(config, S::default()),
         }
     }
@@ -55,6 +63,12 @@ impl SurfaceChoice {
     /// The tools it offers in a mode.
     pub fn tools(&self, read_only: bool) -> Vec<ToolSpec> {
         (self.list)(read_only)
+    }
+
+    /// Every tool it registers, unlisted ones included (those can be
+    /// called by name but appear in no listing).
+    pub fn every_tool(&self) -> Vec<ToolSpec> {
+        (self.every)()
     }
 
     /// Opens it on a workspace.
