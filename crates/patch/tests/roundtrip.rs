@@ -1,4 +1,5 @@
-//! Round trip: a unified diff written by `similar` for two random texts,
+//! Round trip: a unified diff written for two random texts by another
+//! library (`similar`, and `diffy` as a second, independent producer),
 //! parsed and applied to the old text, gives the new text back exactly.
 // Test helpers panic on failure by design.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -32,20 +33,57 @@ fn text() -> impl Strategy<Value = String> {
         })
 }
 
+/// Which library writes the diff.
+#[derive(Debug, Clone, Copy)]
+enum Producer {
+    Similar,
+    Diffy,
+}
+
+fn diff_of(producer: Producer, old: &str, new: &str) -> String {
+    match producer {
+        Producer::Similar => similar::TextDiff::from_lines(old, new)
+            .unified_diff()
+            .header("a/f", "b/f")
+            .to_string(),
+        Producer::Diffy => {
+            if old == new {
+                // diffy writes the two header lines even with no hunk.
+                return String::new();
+            }
+            diffy::DiffOptions::new()
+                .set_original_filename("a/f")
+                .set_modified_filename("b/f")
+                .create_patch(old, new)
+                .to_string()
+        }
+    }
+}
+
 fn roundtrip(old: &str, new: &str) -> Result<(), TestCaseError> {
-    let diff = similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .header("a/f", "b/f")
-        .to_string();
+    roundtrip_with(Producer::Similar, old, new)?;
+    roundtrip_with(Producer::Diffy, old, new)
+}
+
+fn roundtrip_with(producer: Producer, old: &str, new: &str) -> Result<(), TestCaseError> {
+    let diff = diff_of(producer, old, new);
     if old == new {
         prop_assert!(diff.is_empty());
         return Ok(());
     }
-    let patch = parse(&diff).map_err(|e| TestCaseError::fail(format!("{e}\n{diff}")))?;
+    let patch =
+        parse(&diff).map_err(|e| TestCaseError::fail(format!("{producer:?}: {e}\n{diff}")))?;
     let mut store = MemoryStore::new();
     store.insert("f", old);
-    apply(&patch, &mut store).map_err(|e| TestCaseError::fail(format!("{e}\n{diff}")))?;
-    prop_assert_eq!(store.get("f"), Some(new.as_bytes()), "diff:\n{}", diff);
+    apply(&patch, &mut store)
+        .map_err(|e| TestCaseError::fail(format!("{producer:?}: {e}\n{diff}")))?;
+    prop_assert_eq!(
+        store.get("f"),
+        Some(new.as_bytes()),
+        "{:?} diff:\n{}",
+        producer,
+        diff
+    );
     Ok(())
 }
 
