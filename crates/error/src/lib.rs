@@ -121,6 +121,18 @@ pub struct ToolError {
     code: ErrorCode,
     message: String,
     fields: Map<String, Value>,
+    origin: Origin,
+}
+
+/// Where an error came from, beyond its code. Kept out of the envelope's
+/// fields: the wire shape of a cancelled call is its surface's business,
+/// the fact that it was cancelled is the pipeline's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The tool failed.
+    Failed,
+    /// The tool stopped because its caller cancelled the call.
+    Cancelled,
 }
 
 /// The message every `internal` envelope carries, whatever went wrong.
@@ -133,7 +145,24 @@ impl ToolError {
             code,
             message: message.into(),
             fields: Map::new(),
+            origin: Origin::Failed,
         }
+    }
+
+    /// The error of a tool that stopped because its caller cancelled the
+    /// call: `internal` on the wire (nobody waits for it), with `detail`
+    /// (what was stopped) for the log. See [`ToolError::is_cancelled`].
+    pub fn cancelled(detail: impl Into<String>) -> Self {
+        ToolError {
+            origin: Origin::Cancelled,
+            ..Self::new(ErrorCode::Internal, detail)
+        }
+    }
+
+    /// Whether this is the error of a cancelled call (made by
+    /// [`ToolError::cancelled`]), as opposed to a failure.
+    pub fn is_cancelled(&self) -> bool {
+        self.origin == Origin::Cancelled
     }
 
     /// `invalid_input` with `message`.
@@ -180,6 +209,13 @@ impl ToolError {
     /// Prefixes the message, e.g. `edit 3 of 4: `.
     pub fn with_prefix(mut self, prefix: impl fmt::Display) -> Self {
         self.message = format!("{prefix}{}", self.message);
+        self
+    }
+
+    /// The same error (code, fields, and whether it was a cancellation) with
+    /// its message, as the caller sees it, reworded by `reword`.
+    pub fn reworded(mut self, reword: impl FnOnce(&str) -> String) -> Self {
+        self.message = reword(self.message());
         self
     }
 
@@ -316,6 +352,25 @@ mod tests {
             assert_eq!(err.code(), code, "{kind:?}");
             assert!(err.message().starts_with("a/b: "), "{}", err.message());
         }
+    }
+
+    #[test]
+    fn cancellation_is_known_by_its_type_not_a_field() {
+        let err = ToolError::cancelled("call cancelled");
+        assert!(err.is_cancelled());
+        assert_eq!(err.code(), ErrorCode::Internal);
+        assert!(err.fields().is_empty());
+        assert_eq!(
+            err.to_envelope_value(),
+            serde_json::json!({"error": "internal", "message": "internal error"})
+        );
+        assert!(!ToolError::internal("call cancelled").is_cancelled());
+        assert!(
+            !ToolError::internal("x")
+                .with_field("cancelled", true)
+                .is_cancelled()
+        );
+        assert!(err.with_prefix("edit 1 of 2: ").is_cancelled());
     }
 
     #[test]
