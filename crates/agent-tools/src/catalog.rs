@@ -3,7 +3,8 @@
 use crate::config::{Config, StartupError};
 use crate::dispatch::AgentTools;
 use crate::registry::ToolSpec;
-use crate::surface::{Surface, offered_specs};
+use crate::result::CallOutcome;
+use crate::surface::{Failure, Surface, offered_specs};
 
 /// A surface chosen by name at run time (a command line's `--surface`):
 /// its name and summary, its tool list, and a way to open it.
@@ -14,6 +15,7 @@ pub struct SurfaceChoice {
     several_roots: bool,
     list: fn(bool) -> Vec<ToolSpec>,
     open: fn(Config) -> Result<AgentTools, StartupError>,
+    render: fn(Failure<'_>) -> CallOutcome,
 }
 
 impl std::fmt::Debug for SurfaceChoice {
@@ -34,6 +36,7 @@ impl SurfaceChoice {
             several_roots: surface.serves_several_roots(),
             list: |read_only| offered_specs(&S::default(), read_only),
             open: |config| AgentTools::with_surface(config, S::default()),
+            render: |failure| S::default().render_error(failure),
         }
     }
 
@@ -55,6 +58,12 @@ impl SurfaceChoice {
     /// The tools it offers in a mode.
     pub fn tools(&self, read_only: bool) -> Vec<ToolSpec> {
         (self.list)(read_only)
+    }
+
+    /// How it shows a failure (what [`Surface::render_error`] gives), so
+    /// that every surface's rendering can be checked in one place.
+    pub fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+        (self.render)(failure)
     }
 
     /// Opens it on a workspace.

@@ -39,6 +39,7 @@ use serde_json::{Map, Value};
 /// The stable error codes. Serialized in `snake_case`; the set never shrinks and
 /// the meaning of a code never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// Arguments failed schema or semantic validation.
@@ -70,7 +71,8 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code, in declaration order.
+    /// Every code, in declaration order (a test holds it to the enum), for
+    /// tables and tests that must cover each.
     pub const ALL: [ErrorCode; 13] = [
         ErrorCode::InvalidInput,
         ErrorCode::NotFound,
@@ -285,6 +287,13 @@ mod tests {
     }
 
     #[test]
+    fn all_lists_every_code_once_in_declaration_order() {
+        use strum::IntoEnumIterator as _;
+        let declared: Vec<ErrorCode> = ErrorCode::iter().collect();
+        assert_eq!(ErrorCode::ALL.to_vec(), declared);
+    }
+
+    #[test]
     fn wire_names_are_the_contract() {
         let names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(
@@ -371,6 +380,21 @@ mod tests {
                 .is_cancelled()
         );
         assert!(err.with_prefix("edit 1 of 2: ").is_cancelled());
+    }
+
+    #[test]
+    fn rewording_keeps_the_code_fields_and_cancellation() {
+        let err = ToolError::new(ErrorCode::NoMatch, "not found")
+            .with_field("hint", 1)
+            .reworded(|m| format!("<{m}>"));
+        assert_eq!(err.message(), "<not found>");
+        assert_eq!(err.code(), ErrorCode::NoMatch);
+        assert_eq!(err.fields()["hint"], 1);
+        assert!(
+            ToolError::cancelled("x")
+                .reworded(str::to_owned)
+                .is_cancelled()
+        );
     }
 
     #[test]

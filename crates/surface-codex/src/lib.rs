@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use agent_tools::{
-    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, ErrorCode, Failure, Hints,
-    Reply, Services, StartupError, Surface, ToolDef, ToolResult,
+    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, Failure, Hints, Reply, Services,
+    StartupError, Surface, ToolDef, ToolResult,
 };
 use agent_tools_bash::RunError;
 use agent_tools_patch::{Action, Report};
@@ -116,26 +116,11 @@ impl Surface for CodexSurface {
     }
 
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
-        let cause = failure.cause();
-        // codex shows its model the failure's text and nothing else; the
-        // match is spelled out so that a new code is a decision here.
-        match failure.error.code() {
-            ErrorCode::InvalidInput
-            | ErrorCode::NotFound
-            | ErrorCode::NotAFile
-            | ErrorCode::IsBinary
-            | ErrorCode::NoMatch
-            | ErrorCode::AmbiguousMatch
-            | ErrorCode::PatchFailed
-            | ErrorCode::Timeout
-            | ErrorCode::OutputLimit
-            | ErrorCode::TooLarge
-            | ErrorCode::PathEscape
-            | ErrorCode::IoError
-            | ErrorCode::Internal => {
-                CallOutcome::error_text(failure.error.message().to_owned(), cause)
-            }
-        }
+        // codex shows its model the failure's text and nothing else, for
+        // every code at every stage; the snapshot of every code, stage and
+        // surface (tests/surfaces.rs) makes a new code's rendering a visible
+        // decision.
+        CallOutcome::error_text(failure.error.message().to_owned(), failure.cause())
     }
 }
 
