@@ -261,8 +261,8 @@ mod tests {
 
     #[test]
     fn signals_are_128_plus_their_number() {
-        assert_eq!(signal_code(Some("SIGKILL")), 137);
-        assert_eq!(signal_code(Some("SIGTERM")), 143);
-        assert_eq!(signal_code(None), -1);
+        assert_eq!(agent_tools_bash::signal_exit_code(Some("SIGKILL")), 137);
+        assert_eq!(agent_tools_bash::signal_exit_code(Some("SIGTERM")), 143);
+        assert_eq!(agent_tools_bash::signal_exit_code(None), -1);
     }
 }

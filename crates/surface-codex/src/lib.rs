@@ -305,6 +305,7 @@ fn render_exec(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use agent_tools_bash::signal_exit_code;
     use agent_tools_patch::{FileReport, MatchLevel};
     use serde_json::Value;
 
