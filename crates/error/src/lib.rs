@@ -8,9 +8,12 @@
 //! {"error": "not_found", "message": "src/main.rs: no such file"}
 //! ```
 //!
-//! Callers match on the code, never on the message. A few errors carry extra
-//! fields next to the two above (a timed-out command carries its partial
-//! output); those are added with [`ToolError::with_field`].
+//! Callers match on the code, never on the message. A few envelopes carry
+//! extra fields next to the two above (a timed-out command's shows its
+//! partial output); the surface that renders the envelope adds them with
+//! [`ToolError::with_field`], from the typed outcome it was handed. A call
+//! stopped by its caller is [`ToolError::cancelled`], known by
+//! [`ToolError::is_cancelled`] rather than by any field.
 //!
 //! ```
 //! use agent_tools_error::{ErrorCode, ToolError};
