@@ -86,3 +86,73 @@ fn names_are_unique_within_a_surface_and_surfaces_are_unique() {
         assert_eq!(tools.len(), count, "{}", choice.name());
     }
 }
+
+/// One line per rendering: what kind of answer, its cause, its text.
+fn rendered(outcome: &agent_tools::CallOutcome) -> String {
+    match outcome {
+        agent_tools::CallOutcome::Result(result) => format!(
+            "result is_error={} cause={:?} {:?}",
+            result.is_error,
+            result.cause,
+            outcome.text()
+        ),
+        agent_tools::CallOutcome::Protocol(error) => format!(
+            "protocol {} cause={:?} {:?}",
+            error.code, error.cause, error.message
+        ),
+    }
+}
+
+/// How every surface renders every error code at every stage, plus a
+/// schema issue and a cancelled call: one table, so that a change to any
+/// rendering, or a new code, shows here as a deliberate snapshot change.
+#[test]
+fn every_surface_renders_every_code_at_every_stage() {
+    use agent_tools::{ErrorCode, Failure, Issue, Stage, ToolError};
+    use std::fmt::Write as _;
+
+    let mut table = String::new();
+    for choice in agent_tools_mcp::surfaces() {
+        let mut row = |label: String, failure: Failure<'_>| {
+            let shown = rendered(&choice.render_error(failure));
+            writeln!(table, "{} | {label} | {shown}", choice.name()).unwrap();
+        };
+        for stage in [Stage::Lookup, Stage::Validation, Stage::Run] {
+            for code in ErrorCode::ALL {
+                let error =
+                    ToolError::new(code, format!("the {code} message")).with_field("extra", 1);
+                let failure = Failure {
+                    tool: "some_tool",
+                    stage,
+                    error,
+                    cancelled: false,
+                    issues: Vec::new(),
+                };
+                row(format!("{stage:?} {code}"), failure);
+            }
+        }
+        row(
+            "Validation invalid_input with an issue".to_owned(),
+            Failure {
+                tool: "some_tool",
+                stage: Stage::Validation,
+                error: ToolError::invalid_input("path: missing"),
+                cancelled: false,
+                issues: vec![Issue::Missing {
+                    param: "path".to_owned(),
+                }],
+            },
+        );
+        row(
+            "Run cancelled".to_owned(),
+            Failure {
+                tool: "some_tool",
+                stage: Stage::Run,
+                error: ToolError::cancelled("call cancelled"),
+                cancelled: true,
+                issues: Vec::new(),
+            },
+        );
+    }
+    insta::assert_snapshot!(table);
+}

@@ -3,7 +3,8 @@
 use crate::config::{Config, StartupError};
 use crate::dispatch::AgentTools;
 use crate::registry::ToolSpec;
-use crate::surface::{Surface, offered_specs};
+use crate::result::CallOutcome;
+use crate::surface::{Failure, Surface, offered_specs};
 
 /// A surface chosen by name at run time (a command line's `--surface`):
 /// its name and summary, its tool list, and a way to open it.
@@ -15,6 +16,7 @@ pub struct SurfaceChoice {
     list: fn(bool) -> Vec<ToolSpec>,
     every: fn() -> Vec<ToolSpec>,
     open: fn(Config) -> Result<AgentTools, StartupError>,
+    render: fn(Failure<'_>) -> CallOutcome,
 }
 
 impl std::fmt::Debug for SurfaceChoice {
@@ -42,6 +44,7 @@ impl SurfaceChoice {
                     .collect()
             },
             open: |config| AgentTools::with_surface(config, S::default()),
+            render: |failure| S::default().render_error(failure),
         }
     }
 
@@ -69,6 +72,12 @@ impl SurfaceChoice {
     /// called by name but appear in no listing).
     pub fn every_tool(&self) -> Vec<ToolSpec> {
         (self.every)()
+    }
+
+    /// How it shows a failure (what [`Surface::render_error`] gives), so
+    /// that every surface's rendering can be checked in one place.
+    pub fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+        (self.render)(failure)
     }
 
     /// Opens it on a workspace.

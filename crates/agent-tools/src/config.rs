@@ -251,7 +251,7 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = Limits::DEFAULT_MAX_FILE_BYTES;
 /// Default memory budget of the workspace index, in bytes (per root).
 pub const DEFAULT_INDEX_MEMORY_BYTES: u64 = agent_tools_fs::DEFAULT_INDEX_MEMORY_BYTES;
 /// Default ceiling for a command's timeout, in milliseconds.
-pub const DEFAULT_BASH_TIMEOUT_MAX_MS: u64 = 600_000;
+pub const DEFAULT_BASH_TIMEOUT_MAX_MS: u64 = agent_tools_bash::DEFAULT_MAX_TIMEOUT_MS;
 
 impl ConfigBuilder {
     /// Starts a configuration for the workspace at `root`.

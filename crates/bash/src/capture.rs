@@ -139,11 +139,6 @@ impl Stream {
         self
     }
 
-    /// The stream's name.
-    pub(crate) fn name(&self) -> &'static str {
-        self.name
-    }
-
     /// Takes `chunk`: inline while `budget` lasts, else into the spill file,
     /// which then receives the inline part too, so it holds the whole stream.
     /// Bytes past the ceiling are dropped and reported.

@@ -290,7 +290,7 @@ fn mirror(status: WaitStatus) -> i32 {
             let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
             let _ = raise(signal);
             // Only a signal whose default is to be ignored gets here.
-            128 + signal as i32
+            crate::SIGNAL_EXIT_BASE + signal as i32
         }
         _ => EXIT_NOT_STARTED,
     }

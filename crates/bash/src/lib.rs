@@ -9,15 +9,15 @@
 //!   streamed, complete, to a spill file (`<id>.stdout` / `<id>.stderr` under
 //!   the request's spill directory) and the outcome names that file. A
 //!   stream passing [`OutputLimits::hard_ceiling_per_stream`] gets the group
-//!   killed and the call fails with `output_limit`.
+//!   killed and the call fails with [`RunError::OverCeiling`] (`output_limit`).
 //! * **Timeout.** The whole group gets `SIGTERM`, then `SIGKILL` after
-//!   [`KILL_GRACE`]; the call fails with `timeout`, the partial output in the
-//!   envelope's extra fields.
+//!   [`KILL_GRACE`]; the call fails with [`RunError::TimedOut`] (`timeout`),
+//!   which carries the partial output.
 //! * **Exit.** Once the shell exits, output is drained for at most
 //!   [`DRAIN_GRACE`], so a background job holding the pipes cannot stall the
 //!   call. The group is not killed: background jobs keep running.
 //! * **Cancellation.** The `cancel` flag is checked at least every
-//!   [`CANCEL_POLL`]; see [`run`] for what a cancelled call returns.
+//!   [`CANCEL_POLL`]; a cancelled call fails with [`RunError::Cancelled`].
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
@@ -49,9 +49,9 @@ mod runner;
 pub use agent_tools_sandbox as sandbox;
 pub use background::{BackgroundJob, BackgroundJobs, Stopped};
 pub use capture::json_escaped_len;
-pub use outcome::RunOutcome;
+pub use outcome::{RunError, RunOutcome, SIGNAL_EXIT_BASE, StreamName, signal_exit_code};
 pub use request::{
     DEFAULT_HARD_CEILING_PER_STREAM, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TIMEOUT_MS,
     DEFAULT_TIMEOUT_MS, Launcher, OutputLimits, RunRequest, SpillOpener, clamp_timeout,
 };
-pub use runner::{CANCEL_GRACE, CANCEL_POLL, DRAIN_GRACE, KILL_GRACE, SHELL, is_cancelled, run};
+pub use runner::{CANCEL_GRACE, CANCEL_POLL, DRAIN_GRACE, KILL_GRACE, SHELL, run};

@@ -1,7 +1,12 @@
 //! The result of a finished command.
 
-use std::path::{Path, PathBuf};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr as _;
+use std::time::Duration;
 
+use agent_tools_error::{ErrorCode, ToolError};
+use nix::sys::signal::Signal;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -27,8 +32,9 @@ pub struct RunOutcome {
     /// The name of the signal that ended the shell, e.g. `"SIGKILL"`
     /// (`"signal N"` for a number without a name).
     pub signal: Option<String>,
-    /// Always `false` in a returned outcome: a timeout is an error. Kept so
-    /// the shape is the same as the timeout envelope's.
+    /// Set only in the partial outcome of [`RunError::TimedOut`]: a
+    /// returned outcome finished in time. Kept so that the shape is the same
+    /// as the timeout envelope's.
     pub timed_out: bool,
     /// The spill file holding all of stdout, if stdout overflowed the budget.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "lossy_path")]
@@ -72,49 +78,141 @@ fn lossy_path<S: Serializer>(path: &Option<PathBuf>, serializer: S) -> Result<S:
     }
 }
 
+/// What a shell reports as the exit code of a command a signal ended:
+/// this plus the signal's number.
+pub const SIGNAL_EXIT_BASE: i32 = 128;
+
 impl RunOutcome {
-    /// The outcome as a JSON object.
+    /// The outcome as a JSON object: its [`Serialize`] shape, the one way an
+    /// outcome is written out.
     pub fn to_json(&self) -> Value {
-        let mut object = serde_json::Map::new();
-        for (key, value) in self.fields() {
-            object.insert(key.to_owned(), value);
-        }
-        Value::Object(object)
+        // Serializing strings, numbers and options cannot fail.
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// The outcome's fields in their serialized order, without the ones
-    /// left out when they do not apply.
-    pub(crate) fn fields(&self) -> Vec<(&'static str, Value)> {
-        let mut fields = vec![
-            ("exit_code", self.exit_code.map_or(Value::Null, Value::from)),
-            ("stdout", Value::from(self.stdout.as_str())),
-            ("stderr", Value::from(self.stderr.as_str())),
-            (
-                "signal",
-                self.signal.as_deref().map_or(Value::Null, Value::from),
-            ),
-            ("timed_out", Value::Bool(self.timed_out)),
-        ];
-        let path = |p: &Path| Value::from(p.to_string_lossy().into_owned());
-        if let Some(p) = &self.stdout_spill {
-            fields.push(("stdout_spill", path(p)));
+    /// The exit code as a shell reports it: the code, or
+    /// [`SIGNAL_EXIT_BASE`] plus the number of the signal that ended the
+    /// shell; -1 when neither is known (a shell that could not be reaped).
+    pub fn shell_exit_code(&self) -> i32 {
+        match (self.exit_code, &self.signal) {
+            (Some(code), _) => code,
+            (None, signal) => signal_exit_code(signal.as_deref()),
         }
-        if let Some(p) = &self.stderr_spill {
-            fields.push(("stderr_spill", path(p)));
+    }
+}
+
+/// [`SIGNAL_EXIT_BASE`] plus the number of the signal named `name` (as
+/// [`RunOutcome::signal`] names it); -1 for no signal or an unknown name.
+pub fn signal_exit_code(name: Option<&str>) -> i32 {
+    name.and_then(|name| Signal::from_str(name).ok())
+        .map_or(-1, |signal| SIGNAL_EXIT_BASE + signal as i32)
+}
+
+/// Which of a command's output streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StreamName {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+impl StreamName {
+    /// `"stdout"` or `"stderr"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamName::Stdout => "stdout",
+            StreamName::Stderr => "stderr",
         }
-        if self.truncated {
-            fields.push(("truncated", Value::Bool(true)));
+    }
+}
+
+impl fmt::Display for StreamName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why [`run`](crate::run) returned no finished outcome.
+///
+/// The three ways a command is stopped each carry what it had printed by
+/// then (`partial`), for the caller to show in its own shape; turned into a
+/// [`ToolError`] (with `?` or [`From`]) they keep their code and message
+/// only: the partial output joins an error's envelope where that envelope
+/// is rendered, not here.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The timeout passed; the group was killed. `partial.timed_out` is set.
+    #[error("command timed out after {} ms", .after.as_millis())]
+    TimedOut {
+        /// The timeout that passed.
+        after: Duration,
+        /// The output until then.
+        partial: Box<RunOutcome>,
+    },
+    /// A stream passed the hard ceiling; the group was killed.
+    #[error("{stream} passed the output ceiling; the command was killed")]
+    OverCeiling {
+        /// The stream that passed it.
+        stream: StreamName,
+        /// The output until then.
+        partial: Box<RunOutcome>,
+    },
+    /// The caller cancelled the call; the group was killed.
+    #[error("command cancelled")]
+    Cancelled {
+        /// The output until then.
+        partial: Box<RunOutcome>,
+    },
+    /// The command could not be started or watched, or its output not
+    /// saved: `not_found` or `not_a_file` for a bad working directory,
+    /// `invalid_input` for a sandbox without a launcher, `io_error`,
+    /// `path_escape` from a spill opener, `internal`.
+    #[error(transparent)]
+    Failed(#[from] ToolError),
+}
+
+impl RunError {
+    /// The error code the failure maps to.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            RunError::TimedOut { .. } => ErrorCode::Timeout,
+            RunError::OverCeiling { .. } => ErrorCode::OutputLimit,
+            RunError::Cancelled { .. } => ErrorCode::Internal,
+            RunError::Failed(err) => err.code(),
         }
-        if self.lossy {
-            fields.push(("lossy", Value::Bool(true)));
+    }
+
+    /// The output the command had printed when it was stopped; `None` when
+    /// it failed instead.
+    pub fn partial(&self) -> Option<&RunOutcome> {
+        match self {
+            RunError::TimedOut { partial, .. }
+            | RunError::OverCeiling { partial, .. }
+            | RunError::Cancelled { partial } => Some(partial),
+            RunError::Failed(_) => None,
         }
-        if self.stdout_dropped > 0 {
-            fields.push(("stdout_dropped", Value::from(self.stdout_dropped)));
+    }
+
+    /// Whether the caller cancelled the run.
+    pub fn is_cancelled(&self) -> bool {
+        match self {
+            RunError::Cancelled { .. } => true,
+            RunError::Failed(err) => err.is_cancelled(),
+            RunError::TimedOut { .. } | RunError::OverCeiling { .. } => false,
         }
-        if self.stderr_dropped > 0 {
-            fields.push(("stderr_dropped", Value::from(self.stderr_dropped)));
+    }
+}
+
+impl From<RunError> for ToolError {
+    fn from(err: RunError) -> Self {
+        match err {
+            RunError::TimedOut { .. } | RunError::OverCeiling { .. } => {
+                ToolError::new(err.code(), err.to_string())
+            }
+            RunError::Cancelled { .. } => ToolError::cancelled(err.to_string()),
+            RunError::Failed(err) => err,
         }
-        fields
     }
 }
 
@@ -122,9 +220,8 @@ impl RunOutcome {
 mod tests {
     use super::*;
 
-    #[test]
-    fn to_json_matches_serde() {
-        let outcome = RunOutcome {
+    fn outcome() -> RunOutcome {
+        RunOutcome {
             exit_code: None,
             stdout: "a".into(),
             stderr: "b".into(),
@@ -137,14 +234,91 @@ mod tests {
             stdout_dropped: 7,
             stderr_dropped: 0,
             maybe_sandbox_refusal: true,
-        };
-        assert_eq!(outcome.to_json(), serde_json::to_value(&outcome).unwrap());
+        }
+    }
+
+    #[test]
+    fn to_json_has_the_documented_shape() {
+        assert_eq!(
+            outcome().to_json(),
+            serde_json::json!({
+                "exit_code": null, "stdout": "a", "stderr": "b", "signal": "SIGTERM",
+                "timed_out": false, "stdout_spill": ".agent-tools/spill/x.stdout",
+                "truncated": true, "lossy": true, "stdout_dropped": 7
+            })
+        );
         let plain = RunOutcome {
+            exit_code: Some(0),
+            signal: None,
             stdout_spill: None,
             truncated: false,
             lossy: false,
-            ..outcome
+            stdout_dropped: 0,
+            ..outcome()
         };
-        assert_eq!(plain.to_json(), serde_json::to_value(&plain).unwrap());
+        assert_eq!(
+            plain.to_json(),
+            serde_json::json!({
+                "exit_code": 0, "stdout": "a", "stderr": "b", "signal": null, "timed_out": false
+            })
+        );
+    }
+
+    #[test]
+    fn a_signal_reads_as_128_plus_its_number() {
+        assert_eq!(outcome().shell_exit_code(), 128 + 15);
+        let killed = RunOutcome {
+            signal: Some("SIGKILL".into()),
+            ..outcome()
+        };
+        assert_eq!(killed.shell_exit_code(), 137);
+        let exited = RunOutcome {
+            exit_code: Some(3),
+            signal: None,
+            ..outcome()
+        };
+        assert_eq!(exited.shell_exit_code(), 3);
+        let unknown = RunOutcome {
+            signal: Some("signal 99".into()),
+            ..outcome()
+        };
+        assert_eq!(unknown.shell_exit_code(), -1);
+        assert_eq!(signal_exit_code(None), -1);
+    }
+
+    #[test]
+    fn a_stopped_run_becomes_an_error_without_its_output() {
+        let timed_out = RunError::TimedOut {
+            after: Duration::from_millis(300),
+            partial: Box::new(outcome()),
+        };
+        assert_eq!(timed_out.partial(), Some(&outcome()));
+        let err = ToolError::from(timed_out);
+        assert_eq!(err.code(), ErrorCode::Timeout);
+        assert_eq!(err.message(), "command timed out after 300 ms");
+        assert!(err.fields().is_empty());
+
+        let over = RunError::OverCeiling {
+            stream: StreamName::Stderr,
+            partial: Box::new(outcome()),
+        };
+        assert_eq!(over.code(), ErrorCode::OutputLimit);
+        assert_eq!(
+            ToolError::from(over).message(),
+            "stderr passed the output ceiling; the command was killed"
+        );
+
+        let cancelled = RunError::Cancelled {
+            partial: Box::new(outcome()),
+        };
+        assert!(cancelled.is_cancelled());
+        let err = ToolError::from(cancelled);
+        assert!(err.is_cancelled());
+        assert_eq!(err.detail(), "command cancelled");
+
+        let failed = RunError::from(ToolError::new(ErrorCode::IoError, "x"));
+        assert!(failed.partial().is_none());
+        assert!(!failed.is_cancelled());
+        assert_eq!(ToolError::from(failed).code(), ErrorCode::IoError);
     }
 }

@@ -18,7 +18,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 use crate::capture::{Captured, Pushed, SpillNamer, Stream};
-use crate::outcome::RunOutcome;
+use crate::outcome::{RunError, RunOutcome, StreamName};
 use crate::procs;
 use crate::request::RunRequest;
 
@@ -54,19 +54,10 @@ const READ_CHUNK: usize = 64 * 1024;
 /// At most this many reads of one stream per wake-up.
 const MAX_READS_PER_WAKE: usize = 16;
 
-/// The field set on the `internal` error a cancelled run returns.
-pub(crate) const CANCELLED_FIELD: &str = "cancelled";
-
-/// Whether `err` is the error [`run`] returns when it was cancelled.
-pub fn is_cancelled(err: &ToolError) -> bool {
-    err.code() == ErrorCode::Internal
-        && err.fields().get(CANCELLED_FIELD).is_some_and(|v| v == true)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KillReason {
     Timeout,
-    OverCeiling(&'static str),
+    OverCeiling(StreamName),
     Cancelled,
 }
 
@@ -163,20 +154,19 @@ pub(crate) fn signal_group(
 ///   passed; the group is **not** killed, so background jobs keep running.
 /// * The timeout passes: the group gets `SIGTERM`, then `SIGKILL` after
 ///   the request's kill grace ([`KILL_GRACE`] unless set) if anything
-///   survives, and the call fails with `timeout`.
-/// * A stream passes the hard ceiling: the same kill, then `output_limit`.
+///   survives, and the call fails with [`RunError::TimedOut`].
+/// * A stream passes the hard ceiling: the same kill, then
+///   [`RunError::OverCeiling`].
 /// * `cancel` is set: the group gets `SIGTERM`, then `SIGKILL` after
-///   [`CANCEL_GRACE`], and the call fails with an `internal` error whose
-///   detail is `command cancelled` (see [`is_cancelled`]).
+///   [`CANCEL_GRACE`], and the call fails with [`RunError::Cancelled`].
 ///
-/// The `timeout`, `output_limit` and cancelled errors carry the partial
-/// output as envelope fields: `stdout`, `stderr`, `timed_out`, and
-/// `stdout_spill` / `stderr_spill` / `truncated` / `lossy` when they apply.
+/// Each of the three carries the output printed until then.
 ///
-/// A missing `cwd` fails with `not_found`, a `cwd` that is not a directory
-/// with `not_a_file`, a shell that cannot be started or a spill file that
-/// cannot be written with `io_error`.
-pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
+/// Otherwise the call fails with [`RunError::Failed`]: a missing `cwd` with
+/// `not_found`, a `cwd` that is not a directory with `not_a_file`, a shell
+/// that cannot be started or a spill file that cannot be written with
+/// `io_error`.
+pub fn run(req: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError> {
     check_cwd(req)?;
     let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
@@ -232,7 +222,7 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> ToolResult<RunOutcome> {
         Err(err) => {
             // A spill file could not be written: stop everything.
             let _ = signal_group(pgid, Some(Signal::SIGKILL), pump.exited);
-            Err(err)
+            Err(err.into())
         }
     }
 }
@@ -456,7 +446,11 @@ impl Pump<'_> {
                     )
                 })?;
             if pushed == Pushed::OverCeiling {
-                let name = stream.name();
+                let name = if is_out {
+                    StreamName::Stdout
+                } else {
+                    StreamName::Stderr
+                };
                 self.close(is_out);
                 self.begin_kill(KillReason::OverCeiling(name), now);
                 return Ok(());
@@ -514,7 +508,7 @@ impl Pump<'_> {
         }
     }
 
-    fn finish(self) -> ToolResult<RunOutcome> {
+    fn finish(self) -> Result<RunOutcome, RunError> {
         let timeout = self.req.timeout();
         let kill = self.kill.map(|k| k.reason);
         let Pump {
@@ -535,36 +529,26 @@ impl Pump<'_> {
                 || agent_tools_sandbox::mentions_refusal(&outcome.stdout));
         let Some(reason) = kill else {
             if status.is_none() {
-                return Err(ToolError::internal(
-                    "the shell ended without an exit status",
-                ));
+                return Err(ToolError::internal("the shell ended without an exit status").into());
             }
             return Ok(outcome);
         };
-        let error = match reason {
+        Err(match reason {
             KillReason::Timeout => {
                 outcome.timed_out = true;
-                ToolError::new(
-                    ErrorCode::Timeout,
-                    format!("command timed out after {} ms", timeout.as_millis()),
-                )
+                RunError::TimedOut {
+                    after: timeout,
+                    partial: Box::new(outcome),
+                }
             }
-            KillReason::OverCeiling(stream) => ToolError::new(
-                ErrorCode::OutputLimit,
-                format!("{stream} passed the output ceiling; the command was killed"),
-            ),
-            KillReason::Cancelled => {
-                ToolError::internal("command cancelled").with_field(CANCELLED_FIELD, true)
-            }
-        };
-        let mut error = error;
-        for (key, value) in outcome.fields() {
-            if matches!(key, "exit_code" | "signal") {
-                continue;
-            }
-            error = error.with_field(key, value);
-        }
-        Err(error)
+            KillReason::OverCeiling(stream) => RunError::OverCeiling {
+                stream,
+                partial: Box::new(outcome),
+            },
+            KillReason::Cancelled => RunError::Cancelled {
+                partial: Box::new(outcome),
+            },
+        })
     }
 }
 

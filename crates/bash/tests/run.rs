@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use agent_tools_bash::{OutputLimits, RunOutcome, RunRequest, is_cancelled, run};
-use agent_tools_error::{ErrorCode, ToolError, ToolResult};
+use agent_tools_bash::{OutputLimits, RunError, RunOutcome, RunRequest, run};
+use agent_tools_error::{ErrorCode, ToolError};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -51,7 +51,7 @@ fn limits(inline: usize, ceiling: u64) -> OutputLimits {
     OutputLimits::new(inline, NonZeroU64::new(ceiling).unwrap())
 }
 
-fn run_req(req: &RunRequest) -> ToolResult<RunOutcome> {
+fn run_req(req: &RunRequest) -> Result<RunOutcome, RunError> {
     run(req, &AtomicBool::new(false))
 }
 
@@ -100,9 +100,15 @@ fn cancel_after(delay: Duration) -> (Arc<AtomicBool>, thread::JoinHandle<()>) {
     (cancel, setter)
 }
 
-fn field<'a>(err: &'a ToolError, key: &str) -> &'a Value {
-    err.fields()
+/// A field of the partial outcome a stopped run carries, as serialized.
+fn field(err: &RunError, key: &str) -> Value {
+    let partial = err
+        .partial()
+        .unwrap_or_else(|| panic!("no partial output in {err:?}"));
+    partial
+        .to_json()
         .get(key)
+        .cloned()
         .unwrap_or_else(|| panic!("no field {key} in {err:?}"))
 }
 
@@ -200,13 +206,18 @@ fn timeout_carries_partial_output() {
         .with_timeout(Duration::from_millis(300));
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Timeout);
-    assert_eq!(err.message(), "command timed out after 300 ms");
-    let envelope = err.to_envelope_value();
+    assert_eq!(err.to_string(), "command timed out after 300 ms");
+    let RunError::TimedOut { after, partial } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*after, Duration::from_millis(300));
+    assert_eq!(partial.stdout, "partial\n");
+    assert_eq!(partial.stderr, "oops\n");
+    assert!(partial.timed_out);
+    assert!(partial.stdout_spill.is_none());
+    let envelope = ToolError::from(err).to_envelope_value();
     assert_eq!(envelope["error"], "timeout");
-    assert_eq!(envelope["stdout"], "partial\n");
-    assert_eq!(envelope["stderr"], "oops\n");
-    assert_eq!(envelope["timed_out"], true);
-    assert!(envelope.get("stdout_spill").is_none());
+    assert_eq!(envelope["message"], "command timed out after 300 ms");
 }
 
 #[test]
@@ -336,10 +347,10 @@ fn output_limit_kills_and_names_the_spill() {
     assert_eq!(err.code(), ErrorCode::OutputLimit);
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(
-        err.message()
+        err.to_string()
             .starts_with("stdout passed the output ceiling"),
         "{}",
-        err.message()
+        err.to_string()
     );
     let spill = PathBuf::from(field(&err, "stdout_spill").as_str().unwrap());
     let written = fs::read(spill).unwrap();
@@ -403,15 +414,15 @@ fn cancellation_kills_the_group_and_returns() {
     let elapsed = started.elapsed();
     setter.join().unwrap();
     assert!(elapsed < Duration::from_millis(600), "{elapsed:?}");
-    assert!(is_cancelled(&err), "{err:?}");
+    assert!(matches!(err, RunError::Cancelled { .. }), "{err:?}");
     assert_eq!(err.code(), ErrorCode::Internal);
-    assert!(!is_cancelled(&ToolError::internal("other")));
     let pgid: i32 = field(&err, "stdout")
         .as_str()
         .unwrap()
         .trim()
         .parse()
         .unwrap();
+    assert!(ToolError::from(err).is_cancelled());
     assert!(group_gone(pgid, Duration::from_millis(500)));
 }
 
@@ -483,7 +494,7 @@ fn unwritable_spill_dir_is_an_io_error() {
     .with_limits(limits(10, 1_000_000));
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError);
-    assert!(err.message().contains("spill"), "{}", err.message());
+    assert!(err.to_string().contains("spill"), "{}", err.to_string());
 }
 
 #[test]
@@ -496,7 +507,7 @@ fn cancellation_escalates_quickly() {
     let err = run(&req, &cancel).unwrap_err();
     let elapsed = started.elapsed();
     setter.join().unwrap();
-    assert!(is_cancelled(&err));
+    assert!(err.is_cancelled(), "{err:?}");
     assert!(elapsed < Duration::from_millis(1000), "{elapsed:?}");
     let pgid: i32 = field(&err, "stdout")
         .as_str()
@@ -546,10 +557,10 @@ fn argv_with_a_missing_program_is_an_io_error_naming_it() {
     let err = run_req(&argv_req(&ws, &["no-such-program-here-7"])).unwrap_err();
     assert_eq!(err.code(), ErrorCode::IoError);
     assert!(
-        err.message()
+        err.to_string()
             .contains("cannot start no-such-program-here-7"),
         "{}",
-        err.message()
+        err.to_string()
     );
 }
 
@@ -559,7 +570,7 @@ fn argv_timeout_kills_the_program() {
     let req = argv_req(&ws, &["sleep", "30"]).with_timeout(Duration::from_millis(200));
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Timeout);
-    assert_eq!(field(&err, "timed_out"), &Value::Bool(true));
+    assert_eq!(field(&err, "timed_out"), Value::Bool(true));
 }
 
 #[test]
@@ -605,7 +616,7 @@ fn a_sandboxed_request_without_a_launcher_is_refused_before_anything_runs() {
     let req = ws.req("touch ran").with_sandbox(policy);
     let err = run_req(&req).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidInput);
-    assert!(err.message().contains("launcher"), "{}", err.message());
+    assert!(err.to_string().contains("launcher"), "{}", err.to_string());
     assert!(!ws.root().join("ran").exists());
 }
 

@@ -8,9 +8,12 @@
 //! {"error": "not_found", "message": "src/main.rs: no such file"}
 //! ```
 //!
-//! Callers match on the code, never on the message. A few errors carry extra
-//! fields next to the two above (a timed-out command carries its partial
-//! output); those are added with [`ToolError::with_field`].
+//! Callers match on the code, never on the message. A few envelopes carry
+//! extra fields next to the two above (a timed-out command's shows its
+//! partial output); the surface that renders the envelope adds them with
+//! [`ToolError::with_field`], from the typed outcome it was handed. A call
+//! stopped by its caller is [`ToolError::cancelled`], known by
+//! [`ToolError::is_cancelled`] rather than by any field.
 //!
 //! ```
 //! use agent_tools_error::{ErrorCode, ToolError};
@@ -39,6 +42,7 @@ use serde_json::{Map, Value};
 /// The stable error codes. Serialized in `snake_case`; the set never shrinks and
 /// the meaning of a code never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// Arguments failed schema or semantic validation.
@@ -70,7 +74,8 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code, in declaration order.
+    /// Every code, in declaration order (a test holds it to the enum), for
+    /// tables and tests that must cover each.
     pub const ALL: [ErrorCode; 13] = [
         ErrorCode::InvalidInput,
         ErrorCode::NotFound,
@@ -121,6 +126,18 @@ pub struct ToolError {
     code: ErrorCode,
     message: String,
     fields: Map<String, Value>,
+    origin: Origin,
+}
+
+/// Where an error came from, beyond its code. Kept out of the envelope's
+/// fields: the wire shape of a cancelled call is its surface's business,
+/// the fact that it was cancelled is the pipeline's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The tool failed.
+    Failed,
+    /// The tool stopped because its caller cancelled the call.
+    Cancelled,
 }
 
 /// The message every `internal` envelope carries, whatever went wrong.
@@ -133,7 +150,24 @@ impl ToolError {
             code,
             message: message.into(),
             fields: Map::new(),
+            origin: Origin::Failed,
         }
+    }
+
+    /// The error of a tool that stopped because its caller cancelled the
+    /// call: `internal` on the wire (nobody waits for it), with `detail`
+    /// (what was stopped) for the log. See [`ToolError::is_cancelled`].
+    pub fn cancelled(detail: impl Into<String>) -> Self {
+        ToolError {
+            origin: Origin::Cancelled,
+            ..Self::new(ErrorCode::Internal, detail)
+        }
+    }
+
+    /// Whether this is the error of a cancelled call (made by
+    /// [`ToolError::cancelled`]), as opposed to a failure.
+    pub fn is_cancelled(&self) -> bool {
+        self.origin == Origin::Cancelled
     }
 
     /// `invalid_input` with `message`.
@@ -180,6 +214,13 @@ impl ToolError {
     /// Prefixes the message, e.g. `edit 3 of 4: `.
     pub fn with_prefix(mut self, prefix: impl fmt::Display) -> Self {
         self.message = format!("{prefix}{}", self.message);
+        self
+    }
+
+    /// The same error (code, fields, and whether it was a cancellation) with
+    /// its message, as the caller sees it, reworded by `reword`.
+    pub fn reworded(mut self, reword: impl FnOnce(&str) -> String) -> Self {
+        self.message = reword(self.message());
         self
     }
 
@@ -246,6 +287,13 @@ mod tests {
             let back: ErrorCode = serde_json::from_value(json).unwrap();
             assert_eq!(back, code);
         }
+    }
+
+    #[test]
+    fn all_lists_every_code_once_in_declaration_order() {
+        use strum::IntoEnumIterator as _;
+        let declared: Vec<ErrorCode> = ErrorCode::iter().collect();
+        assert_eq!(ErrorCode::ALL.to_vec(), declared);
     }
 
     #[test]
@@ -316,6 +364,40 @@ mod tests {
             assert_eq!(err.code(), code, "{kind:?}");
             assert!(err.message().starts_with("a/b: "), "{}", err.message());
         }
+    }
+
+    #[test]
+    fn cancellation_is_known_by_its_type_not_a_field() {
+        let err = ToolError::cancelled("call cancelled");
+        assert!(err.is_cancelled());
+        assert_eq!(err.code(), ErrorCode::Internal);
+        assert!(err.fields().is_empty());
+        assert_eq!(
+            err.to_envelope_value(),
+            serde_json::json!({"error": "internal", "message": "internal error"})
+        );
+        assert!(!ToolError::internal("call cancelled").is_cancelled());
+        assert!(
+            !ToolError::internal("x")
+                .with_field("cancelled", true)
+                .is_cancelled()
+        );
+        assert!(err.with_prefix("edit 1 of 2: ").is_cancelled());
+    }
+
+    #[test]
+    fn rewording_keeps_the_code_fields_and_cancellation() {
+        let err = ToolError::new(ErrorCode::NoMatch, "not found")
+            .with_field("hint", 1)
+            .reworded(|m| format!("<{m}>"));
+        assert_eq!(err.message(), "<not found>");
+        assert_eq!(err.code(), ErrorCode::NoMatch);
+        assert_eq!(err.fields()["hint"], 1);
+        assert!(
+            ToolError::cancelled("x")
+                .reworded(str::to_owned)
+                .is_cancelled()
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::PoisonError;
 
 use agent_tools_confine::ConfinedPath;
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_text::{Encoding, LineEnding, looks_binary};
+use agent_tools_text::{Encoding, LineBreaks, LineEnding, looks_binary};
 use cap_std::fs::Metadata;
 
 use crate::{EditFileArgs, EditSpec, FileTools, MultiEditArgs, atomic};
@@ -228,8 +228,7 @@ fn edit_of(spec: &EditSpec) -> Edit<'_> {
 }
 
 /// The file's line ending, worked out only when an edit has a line break to
-/// convert. Same rule as [`LineEnding::detect`]: CRLF when at least half of
-/// the line breaks are CRLF.
+/// convert, by the one rule ([`LineBreaks::dominant`]).
 fn ending_for<'e, 'a: 'e>(text: &str, edits: impl IntoIterator<Item = &'e Edit<'a>>) -> LineEnding {
     let needs = edits
         .into_iter()
@@ -237,14 +236,7 @@ fn ending_for<'e, 'a: 'e>(text: &str, edits: impl IntoIterator<Item = &'e Edit<'
     if !needs {
         return LineEnding::Lf;
     }
-    let bytes = text.as_bytes();
-    let breaks = matching::count_newlines(bytes);
-    let crlf = memchr::memmem::find_iter(bytes, b"\r\n").count();
-    if crlf > 0 && crlf >= breaks - crlf {
-        LineEnding::CrLf
-    } else {
-        LineEnding::Lf
-    }
+    LineBreaks::count(text.as_bytes()).dominant()
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ impl Collector<'_> {
         });
         let mut more = true;
         for (start, end) in spans {
-            let number = first + bytecount::count(&bytes[..start], b'\n') as u64;
+            let number = first + agent_tools_text::count_newlines(&bytes[..start]) as u64;
             let text = String::from_utf8_lossy(&bytes[start..end]);
             let text = truncate_line(text.trim_end_matches(['\n', '\r'])).into_owned();
             self.hits.matches += 1;

@@ -86,12 +86,10 @@ pub fn write_atomic(
     atomic::replace_expecting(workspace, path, &[data], existing.as_ref(), expected)
 }
 
-/// The envelope field that marks an error as the result of a cancelled call.
-pub const CANCELLED_FIELD: &str = "cancelled";
-
-/// The error a read tool returns when its cancel flag was set mid-way.
+/// The error a read tool returns when its cancel flag was set mid-way
+/// (see [`ToolError::is_cancelled`](agent_tools_error::ToolError::is_cancelled)).
 pub(crate) fn cancelled() -> agent_tools_error::ToolError {
-    agent_tools_error::ToolError::internal("call cancelled").with_field(CANCELLED_FIELD, true)
+    agent_tools_error::ToolError::cancelled("call cancelled")
 }
 
 /// Size limits shared by the file tools.

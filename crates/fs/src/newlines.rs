@@ -92,7 +92,7 @@ impl NewlineIndex {
             let want = (next_checkpoint.min(new_size) - self.size).min(buf.len() as u64);
             let chunk = &mut buf[..usize::try_from(want).unwrap_or(0)];
             file.read_exact(chunk)?;
-            self.total += bytecount::count(chunk, b'\n') as u64;
+            self.total += agent_tools_text::count_newlines(chunk) as u64;
             self.size += want;
             if self.size == next_checkpoint {
                 self.before.push(self.total);
@@ -141,7 +141,7 @@ impl NewlineIndex {
                     "the file shrank while it was read",
                 ));
             }
-            let here = bytecount::count(&buf[..n], b'\n') as u64;
+            let here = agent_tools_text::count_newlines(&buf[..n]) as u64;
             if here >= left {
                 let index = memchr::memchr_iter(b'\n', &buf[..n])
                     .nth(usize::try_from(left - 1).unwrap_or(usize::MAX))

@@ -171,11 +171,7 @@ fn edit_file(
 
 /// The same error with its message reworded.
 fn rename(err: ToolError, reword: impl FnOnce(String) -> String) -> ToolError {
-    let message = reword(err.message().to_owned());
-    err.fields().iter().fold(
-        ToolError::new(err.code(), message),
-        |renamed, (key, value)| renamed.with_field(key.clone(), value.clone()),
-    )
+    err.reworded(|message| reword(message.to_owned()))
 }
 
 /// The engine's locked update, with its refusals in Claude Code's words.

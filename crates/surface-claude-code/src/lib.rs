@@ -146,29 +146,15 @@ impl Surface for ClaudeCodeSurface {
                     .fields()
                     .get(CHECK_FIELD)
                     .is_some_and(|v| v == true);
-                // Claude Code shows every failure's own text; the match is
-                // spelled out so that a new code is a decision here.
-                match failure.error.code() {
-                    ErrorCode::InvalidInput
-                    | ErrorCode::NotFound
-                    | ErrorCode::NotAFile
-                    | ErrorCode::IsBinary
-                    | ErrorCode::NoMatch
-                    | ErrorCode::AmbiguousMatch
-                    | ErrorCode::PatchFailed
-                    | ErrorCode::Timeout
-                    | ErrorCode::OutputLimit
-                    | ErrorCode::TooLarge
-                    | ErrorCode::PathEscape
-                    | ErrorCode::IoError
-                    | ErrorCode::Internal => {
-                        let message = failure.error.message();
-                        if wrapped {
-                            format!("<tool_use_error>{message}</tool_use_error>")
-                        } else {
-                            message.to_owned()
-                        }
-                    }
+                // Claude Code shows every failure's own text, whatever its
+                // code; the snapshot of every code, stage and surface
+                // (tests/surfaces.rs) makes a new code's rendering a visible
+                // decision.
+                let message = failure.error.message();
+                if wrapped {
+                    format!("<tool_use_error>{message}</tool_use_error>")
+                } else {
+                    message.to_owned()
                 }
             }
         };

@@ -301,7 +301,7 @@ fn page_text(
 
 /// The error of a read stopped because its call was cancelled.
 fn cancelled() -> ToolError {
-    ToolError::internal("call cancelled").with_field(agent_tools_fs::CANCELLED_FIELD, true)
+    ToolError::cancelled("call cancelled")
 }
 
 #[cfg(test)]
@@ -507,10 +507,7 @@ pub(crate) mod tests {
         let bytes = make_pdf(&[Some("one"), Some("two")]);
         let cancelled = AtomicBool::new(true);
         let err = super::read_pdf(&bytes, "/w/c.pdf", None, &cancelled, 1 << 20).unwrap_err();
-        assert_eq!(
-            err.fields().get(agent_tools_fs::CANCELLED_FIELD),
-            Some(&serde_json::Value::Bool(true))
-        );
+        assert!(err.is_cancelled(), "{err:?}");
     }
 
     #[test]

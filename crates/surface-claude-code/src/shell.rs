@@ -1,26 +1,25 @@
 //! `Bash` and `KillShell`: the facade's command runner for foreground
 //! commands, the engine's background jobs for the rest.
 
-use std::str::FromStr as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use agent_tools::{CallContext, CommandLine, Content, ErrorCode, Reply, Services, ToolResult};
-use agent_tools_bash::{BackgroundJob, RunRequest, Stopped};
+use agent_tools_bash::{BackgroundJob, RunError, RunRequest, Stopped};
 use agent_tools_confine::ConfinedPath;
 use cap_std::fs::OpenOptions;
-use serde_json::Value;
 
 use crate::args::{BashArgs, KillShellArgs};
 use crate::messages::{self, thrown};
 use crate::session::MAX_BACKGROUND_JOBS;
 use crate::{OUTPUT_DIR, session_of, shown_abs};
 
-/// Bash's timeout when none is given, in milliseconds.
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Bash's timeout when none is given, in milliseconds: the runner's.
+pub const DEFAULT_TIMEOUT_MS: u64 = agent_tools_bash::DEFAULT_TIMEOUT_MS;
 
-/// The longest timeout Bash takes; longer ones are cut to it.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The longest timeout Bash takes; longer ones are cut to it: the runner's
+/// usual bound.
+pub const MAX_TIMEOUT_MS: u64 = agent_tools_bash::DEFAULT_MAX_TIMEOUT_MS;
 
 /// Output longer than this many characters is saved to a file and answered
 /// with a preview.
@@ -61,14 +60,6 @@ pub(crate) fn joined_output(stdout: &str, stderr: &str) -> String {
         .join("\n")
 }
 
-/// 128 + the signal's number: what a shell reports for a command a signal
-/// ended.
-fn signal_code(signal: Option<&str>) -> i32 {
-    signal
-        .and_then(|name| nix::sys::signal::Signal::from_str(name).ok())
-        .map_or(-1, |signal| 128 + signal as i32)
-}
-
 pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<Reply> {
     if args.run_in_background == Some(true) {
         return background(services, args, call)
@@ -107,38 +98,31 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
             match outcome.exit_code {
                 Some(0) => Ok(text_reply(output, false)),
                 Some(code) => Ok(text_reply(messages::exit_code(code, &output), true)),
+                // 128 + the signal's number, as a shell reports it.
                 None => Ok(text_reply(
-                    messages::exit_code(signal_code(outcome.signal.as_deref()), &output),
+                    messages::exit_code(outcome.shell_exit_code(), &output),
                     true,
                 )),
             }
         }
-        Err(err)
-            if agent_tools_bash::is_cancelled(&err)
-                || matches!(err.code(), ErrorCode::Timeout | ErrorCode::OutputLimit) =>
-        {
-            let field = |key: &str| {
-                err.fields()
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
+        // A command stopped before it finished shows what it printed,
+        // then why it stopped.
+        Err(err) => {
+            let (partial, why) = match &err {
+                RunError::Cancelled { partial } => (partial, messages::ABORTED.to_owned()),
+                RunError::TimedOut { partial, .. } => {
+                    (partial, messages::timed_out(started.elapsed().as_millis()))
+                }
+                RunError::OverCeiling { partial, .. } => (partial, err.to_string()),
+                RunError::Failed(_) => return Err(err.into()),
             };
-            let spills: Vec<String> = ["stdout_spill", "stderr_spill"]
+            let spills: Vec<String> = [&partial.stdout_spill, &partial.stderr_spill]
                 .into_iter()
-                .map(field)
-                .filter(|s| !s.is_empty())
-                .map(|s| spill_shown(services, &s))
+                .flatten()
+                .map(|path| spill_shown(services, &path.to_string_lossy()))
                 .collect();
-            let output = joined_output(&field("stdout"), &field("stderr"));
+            let output = joined_output(&partial.stdout, &partial.stderr);
             let output = bounded(services, output, &spills)?;
-            let why = if agent_tools_bash::is_cancelled(&err) {
-                messages::ABORTED.to_owned()
-            } else if err.code() == ErrorCode::Timeout {
-                messages::timed_out(started.elapsed().as_millis())
-            } else {
-                err.message().to_owned()
-            };
             let text = if output.is_empty() {
                 why
             } else {
@@ -146,7 +130,6 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
             };
             Ok(text_reply(text, true))
         }
-        Err(err) => Err(err),
     }
 }
 
@@ -278,8 +261,8 @@ mod tests {
 
     #[test]
     fn signals_are_128_plus_their_number() {
-        assert_eq!(signal_code(Some("SIGKILL")), 137);
-        assert_eq!(signal_code(Some("SIGTERM")), 143);
-        assert_eq!(signal_code(None), -1);
+        assert_eq!(agent_tools_bash::signal_exit_code(Some("SIGKILL")), 137);
+        assert_eq!(agent_tools_bash::signal_exit_code(Some("SIGTERM")), 143);
+        assert_eq!(agent_tools_bash::signal_exit_code(None), -1);
     }
 }

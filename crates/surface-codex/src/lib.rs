@@ -11,17 +11,16 @@
 #![forbid(unsafe_code)]
 
 use std::fmt::Write as _;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use agent_tools::{
-    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, ErrorCode, Failure, Hints,
-    Reply, Services, StartupError, Surface, ToolDef, ToolResult,
+    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, Failure, Hints, Reply, Services,
+    StartupError, Surface, ToolDef, ToolResult,
 };
+use agent_tools_bash::RunError;
 use agent_tools_patch::{Action, Report};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The surface's name, as `--surface` takes it.
 pub const CODEX_SURFACE: &str = "codex";
@@ -29,10 +28,6 @@ pub const CODEX_SURFACE: &str = "codex";
 /// The exit code a timed-out command reports, as codex reports it (the
 /// `timeout` utility's convention).
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
-
-/// What a command killed by signal N reports as its exit code: 128 + N, the
-/// shell convention codex follows too.
-const SIGNAL_EXIT_BASE: i32 = 128;
 
 /// The codex surface: `apply_patch` and `shell`. Failures are plain text
 /// with `isError: true`.
@@ -121,26 +116,11 @@ impl Surface for CodexSurface {
     }
 
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
-        let cause = failure.cause();
-        // codex shows its model the failure's text and nothing else; the
-        // match is spelled out so that a new code is a decision here.
-        match failure.error.code() {
-            ErrorCode::InvalidInput
-            | ErrorCode::NotFound
-            | ErrorCode::NotAFile
-            | ErrorCode::IsBinary
-            | ErrorCode::NoMatch
-            | ErrorCode::AmbiguousMatch
-            | ErrorCode::PatchFailed
-            | ErrorCode::Timeout
-            | ErrorCode::OutputLimit
-            | ErrorCode::TooLarge
-            | ErrorCode::PathEscape
-            | ErrorCode::IoError
-            | ErrorCode::Internal => {
-                CallOutcome::error_text(failure.error.message().to_owned(), cause)
-            }
-        }
+        // codex shows its model the failure's text and nothing else, for
+        // every code at every stage; the snapshot of every code, stage and
+        // surface (tests/surfaces.rs) makes a new code's rendering a visible
+        // decision.
+        CallOutcome::error_text(failure.error.message().to_owned(), failure.cause())
     }
 }
 
@@ -198,10 +178,9 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
     let elapsed = started.elapsed();
     match result {
         Ok(outcome) => {
-            let exit_code = match (outcome.exit_code, &outcome.signal) {
-                (Some(code), _) => code,
-                (None, signal) => signal_exit_code(signal.as_deref()),
-            };
+            // A signal reads as 128 + its number: the shell's convention,
+            // which codex follows too.
+            let exit_code = outcome.shell_exit_code();
             let note = agent_tools::sandbox_refusal_note(services.config(), &outcome);
             let mut output = outcome.stdout;
             output.push_str(&outcome.stderr);
@@ -219,26 +198,19 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
                 is_error: exit_code != 0,
             })
         }
-        Err(err) if err.code() == ErrorCode::Timeout => {
+        Err(RunError::TimedOut { partial, .. }) => {
             // codex answers a timeout like a finished command: the output
             // so far under a first line saying so, exit code 124.
-            let field = |key: &str| {
-                err.fields()
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
             let mut output = format!(
                 "command timed out after {} milliseconds\n",
                 elapsed.as_millis()
             );
-            output.push_str(&field("stdout"));
-            output.push_str(&field("stderr"));
-            let spills = ["stdout_spill", "stderr_spill"]
-                .into_iter()
-                .map(field)
-                .filter(|s| !s.is_empty())
+            output.push_str(&partial.stdout);
+            output.push_str(&partial.stderr);
+            let spills = [partial.stdout_spill, partial.stderr_spill]
+                .iter()
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned())
                 .collect();
             let text = render_exec(output, spills, TIMEOUT_EXIT_CODE, elapsed, max_output);
             Ok(Reply {
@@ -246,15 +218,11 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
                 is_error: true,
             })
         }
-        Err(err) => Err(err),
+        // The ceiling and a cancellation are failures here, in their words.
+        Err(
+            err @ (RunError::OverCeiling { .. } | RunError::Cancelled { .. } | RunError::Failed(_)),
+        ) => Err(err.into()),
     }
-}
-
-/// 128 + the signal's number (codex's convention); -1 when the signal is
-/// unknown (never for what the runner reports).
-fn signal_exit_code(name: Option<&str>) -> i32 {
-    name.and_then(|name| nix::sys::signal::Signal::from_str(name).ok())
-        .map_or(-1, |signal| SIGNAL_EXIT_BASE + signal as i32)
 }
 
 /// The JSON codex returns for a command, keys in its order.
@@ -337,7 +305,9 @@ fn render_exec(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use agent_tools_bash::signal_exit_code;
     use agent_tools_patch::{FileReport, MatchLevel};
+    use serde_json::Value;
 
     fn file(action: Action, path: &str) -> FileReport {
         FileReport {

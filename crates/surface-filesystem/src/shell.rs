@@ -5,11 +5,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolError, ToolResult};
-use agent_tools_bash::{OutputLimits, RunRequest};
+use agent_tools::{CallContext, Content, Reply, ToolError, ToolResult};
+use agent_tools_bash::{OutputLimits, RunError, RunRequest};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::roots::{Need, Roots};
 
@@ -111,10 +110,7 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
             ))
         }
         // The runner's timeout carries what was printed until the deadline.
-        Err(err) if err.code() == ErrorCode::Timeout => {
-            let fields = err.fields();
-            let text = |key: &str| fields.get(key).and_then(Value::as_str).unwrap_or("");
-            let count = |key: &str| fields.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Err(RunError::TimedOut { partial, .. }) => {
             let footer = format!(
                 "[timed out after {} s: stopped with SIGTERM, then SIGKILL {} s later]",
                 timeout.as_secs(),
@@ -122,16 +118,18 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
             );
             Ok(answer(
                 &Streams {
-                    stdout: text("stdout"),
-                    stdout_dropped: count("stdout_dropped"),
-                    stderr: text("stderr"),
-                    stderr_dropped: count("stderr_dropped"),
+                    stdout: &partial.stdout,
+                    stdout_dropped: partial.stdout_dropped,
+                    stderr: &partial.stderr,
+                    stderr_dropped: partial.stderr_dropped,
                 },
                 &footer,
                 true,
             ))
         }
-        Err(err) => Err(err),
+        Err(
+            err @ (RunError::OverCeiling { .. } | RunError::Cancelled { .. } | RunError::Failed(_)),
+        ) => Err(err.into()),
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! - [`Encoding`] and [`decode`]: UTF-8, UTF-8 with a byte-order mark, and
 //!   UTF-16 LE/BE with a byte-order mark; [`looks_binary`] for everything else.
-//! - [`LineEnding`]: which ending a text uses, and converting an LF-written
-//!   snippet to it, so an edit keeps a CRLF file CRLF.
+//! - [`count_newlines`] and [`LineBreaks`]: the one way line breaks are
+//!   counted; [`LineEnding`]: which ending a text uses (the rule is
+//!   [`LineBreaks::dominant`]), and converting an LF-written snippet to it,
+//!   so an edit keeps a CRLF file CRLF.
 //! - [`TextFile`]: a faithful round trip, `bytes -> text -> bytes`, keeping the
 //!   BOM and the encoding.
 //! - [`truncate_utf8`]: cutting a string to a byte budget without splitting a
@@ -257,6 +259,46 @@ fn decode_utf16(body: &[u8], encoding: Encoding) -> Result<String, DecodeError> 
     Ok(text)
 }
 
+/// The number of `\n` bytes in `bytes` (a CRLF counts once), at memory
+/// speed. Every line count and line number in agent-tools comes from here.
+pub fn count_newlines(bytes: &[u8]) -> usize {
+    bytecount::count(bytes, b'\n')
+}
+
+/// A text's line breaks: how many, and how many of them are CRLF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineBreaks {
+    /// Every `\n`, a CRLF's included.
+    pub all: usize,
+    /// The `\n`s that follow a `\r`.
+    pub crlf: usize,
+}
+
+impl LineBreaks {
+    /// Counts the line breaks of `bytes`.
+    pub fn count(bytes: &[u8]) -> LineBreaks {
+        LineBreaks {
+            all: count_newlines(bytes),
+            crlf: memchr::memmem::find_iter(bytes, b"\r\n").count(),
+        }
+    }
+
+    /// The line-ending rule: CRLF when at least half of the breaks are CRLF,
+    /// LF otherwise (including a text without any break).
+    pub fn dominant(self) -> LineEnding {
+        if self.crlf > 0 && self.crlf >= self.all - self.crlf {
+            LineEnding::CrLf
+        } else {
+            LineEnding::Lf
+        }
+    }
+
+    /// Whether there are breaks and every one is CRLF.
+    pub fn all_crlf(self) -> bool {
+        self.crlf > 0 && self.crlf == self.all
+    }
+}
+
 /// The line ending a text uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LineEnding {
@@ -270,21 +312,7 @@ impl LineEnding {
     /// The dominant ending of `text`: CRLF when at least half of its line breaks
     /// are CRLF, LF otherwise (including a text without any break).
     pub fn detect(text: &str) -> LineEnding {
-        let bytes = text.as_bytes();
-        let mut lf = 0usize;
-        let mut crlf = 0usize;
-        for index in memchr_all(b'\n', bytes) {
-            if index > 0 && bytes[index - 1] == b'\r' {
-                crlf += 1;
-            } else {
-                lf += 1;
-            }
-        }
-        if crlf > 0 && crlf >= lf {
-            LineEnding::CrLf
-        } else {
-            LineEnding::Lf
-        }
+        LineBreaks::count(text.as_bytes()).dominant()
     }
 
     /// The ending itself.
@@ -307,9 +335,8 @@ impl LineEnding {
                 }
             }
             LineEnding::CrLf => {
-                let bare = memchr_all(b'\n', text.as_bytes())
-                    .filter(|&i| i == 0 || text.as_bytes()[i - 1] != b'\r')
-                    .count();
+                let breaks = LineBreaks::count(text.as_bytes());
+                let bare = breaks.all - breaks.crlf;
                 if bare == 0 {
                     return Cow::Borrowed(text);
                 }
@@ -326,13 +353,6 @@ impl LineEnding {
             }
         }
     }
-}
-
-fn memchr_all(needle: u8, haystack: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    haystack
-        .iter()
-        .enumerate()
-        .filter_map(move |(i, &b)| (b == needle).then_some(i))
 }
 
 /// A decoded text file that remembers how to turn back into the same bytes.

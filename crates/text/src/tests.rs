@@ -131,6 +131,34 @@ fn long_lines_are_cut_with_a_marker() {
     assert_eq!(truncate_line("short"), "short");
 }
 
+#[test]
+fn line_breaks_are_counted_once_and_the_ending_rule_follows() {
+    assert_eq!(count_newlines(b""), 0);
+    assert_eq!(count_newlines(b"a\r\nb\nc\r"), 2);
+    assert_eq!(count_newlines(&[b'\n'; 40_000]), 40_000);
+    let mixed = LineBreaks::count(b"a\r\nb\nc\r\n\r");
+    assert_eq!(mixed, LineBreaks { all: 3, crlf: 2 });
+    assert_eq!(mixed.dominant(), LineEnding::CrLf);
+    assert!(!mixed.all_crlf());
+    assert_eq!(LineBreaks::count(b"a\r\nb\n").dominant(), LineEnding::CrLf);
+    assert_eq!(LineBreaks::count(b"a\r\nb\nc\n").dominant(), LineEnding::Lf);
+    assert_eq!(LineBreaks::count(b"a\rb").dominant(), LineEnding::Lf);
+    assert!(LineBreaks::count(b"a\r\nb\r\n").all_crlf());
+    assert!(!LineBreaks::count(b"ab").all_crlf());
+}
+
+proptest! {
+    #[test]
+    fn line_breaks_agree_with_a_byte_by_byte_count(bytes in proptest::collection::vec(
+        prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a')], 0..200,
+    )) {
+        let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+        let crlf = bytes.windows(2).filter(|w| w == b"\r\n").count();
+        prop_assert_eq!(count_newlines(&bytes), newlines);
+        prop_assert_eq!(LineBreaks::count(&bytes), LineBreaks { all: newlines, crlf });
+    }
+}
+
 proptest! {
     #[test]
     fn utf8_round_trip_is_byte_exact(text in "[a-z\r\n é€\t]{0,200}", bom in any::<bool>()) {

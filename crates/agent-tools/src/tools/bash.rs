@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent_tools_bash::{OutputLimits, RunOutcome, RunRequest, SpillOpener};
+use agent_tools_bash::{OutputLimits, RunError, RunOutcome, RunRequest, SpillOpener};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::fs::OpenOptions;
@@ -54,7 +54,7 @@ pub(crate) fn bash_tool() -> ToolDef {
 
 /// Each stream may hold this much in memory before the command is killed
 /// with output_limit; everything past the inline budget also goes to disk.
-const HARD_CEILING_PER_STREAM: u64 = 256 * 1024 * 1024;
+const HARD_CEILING_PER_STREAM: u64 = agent_tools_bash::DEFAULT_HARD_CEILING_PER_STREAM;
 
 /// What to run: a shell command line, or a program and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,10 +72,9 @@ pub enum CommandLine {
 /// the server's maximum, stdout and stderr sharing `inline_budget` bytes
 /// and the rest spilled under [`SPILL_DIR`], cancelled with the call.
 ///
-/// The outcome is the runner's; a timeout or passed output ceiling is the
-/// runner's error carrying the partial output in its fields, and a
-/// cancellation the runner's cancelled error (see
-/// [`agent_tools_bash::is_cancelled`]).
+/// The outcome and the error are the runner's: a timeout, a passed output
+/// ceiling and a cancellation each carry the partial output, for the
+/// surface to show in its own shape.
 pub fn run_command(
     services: &Services,
     command: CommandLine,
@@ -84,7 +83,7 @@ pub fn run_command(
     timeout_ms: Option<u64>,
     inline_budget: usize,
     call: &CallContext,
-) -> ToolResult<agent_tools_bash::RunOutcome> {
+) -> Result<RunOutcome, RunError> {
     let workspace = services.files.workspace();
     let cwd = workspace.resolve_dir(cwd, cwd_hint)?;
     let spill = spill_folder(workspace)?;
@@ -158,24 +157,41 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
             })?;
             Ok(Value::Object(object).to_string())
         }
-        // The timeout and output_limit envelopes carry the partial output:
-        // they are bounded the same way.
-        Err(err) if matches!(err.code(), ErrorCode::Timeout | ErrorCode::OutputLimit) => {
-            let mut fields = err.fields().clone();
-            let rebuild = |fields: &Map<String, Value>| {
-                fields
-                    .iter()
-                    .fold(ToolError::new(err.code(), err.message()), |e, (k, v)| {
-                        e.with_field(k.clone(), v.clone())
-                    })
-            };
-            fit_streams(&mut fields, max_output, &spiller, |f| {
-                rebuild(f).to_envelope_value().to_string().len()
-            })?;
-            Err(rebuild(&fields))
-        }
-        Err(err) => Err(err),
+        Err(err) => Err(stopped_envelope(err, max_output, &spiller)?),
     }
+}
+
+/// The error of a command that did not finish, as this surface's envelope
+/// shows it. The `timeout` and `output_limit` envelopes carry the partial
+/// output (the outcome's fields but the exit code and signal: the code says
+/// how it ended), bounded like a result; a cancelled call is `internal`,
+/// whose envelope carries nothing, and a failure has no output.
+fn stopped_envelope(
+    err: RunError,
+    max_output: usize,
+    spiller: &Spiller<'_>,
+) -> ToolResult<ToolError> {
+    let partial = match &err {
+        RunError::TimedOut { partial, .. } | RunError::OverCeiling { partial, .. } => {
+            partial.to_json()
+        }
+        RunError::Cancelled { .. } | RunError::Failed(_) => return Ok(err.into()),
+    };
+    let Value::Object(mut fields) = partial else {
+        return Err(ToolError::internal("a run outcome is not a JSON object"));
+    };
+    fields.remove("exit_code");
+    fields.remove("signal");
+    let bare = ToolError::from(err);
+    let rebuild = |fields: &Map<String, Value>| {
+        fields
+            .iter()
+            .fold(bare.clone(), |e, (k, v)| e.with_field(k.clone(), v.clone()))
+    };
+    fit_streams(&mut fields, max_output, spiller, |f| {
+        rebuild(f).to_envelope_value().to_string().len()
+    })?;
+    Ok(rebuild(&fields))
 }
 
 /// The field of a `bash` result that says the sandbox may have refused the

@@ -2,7 +2,6 @@
 //! run) whose failures are JSON error envelopes.
 
 use agent_tools_confine::{Workspace, WorkspaceError};
-use agent_tools_error::ErrorCode;
 use agent_tools_fs::FileTools;
 
 use crate::config::{Config, StartupError};
@@ -86,26 +85,13 @@ impl Surface for DefaultSurface {
     }
 
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
-        let cause = failure.cause();
-        // Every code is an envelope on this surface; the match is spelled
-        // out so that a new code is a decision here, not a silent default.
-        match failure.error.code() {
-            ErrorCode::InvalidInput
-            | ErrorCode::NotFound
-            | ErrorCode::NotAFile
-            | ErrorCode::IsBinary
-            | ErrorCode::NoMatch
-            | ErrorCode::AmbiguousMatch
-            | ErrorCode::PatchFailed
-            | ErrorCode::Timeout
-            | ErrorCode::OutputLimit
-            | ErrorCode::TooLarge
-            | ErrorCode::PathEscape
-            | ErrorCode::IoError
-            | ErrorCode::Internal => {
-                CallOutcome::error_text(failure.error.to_envelope_value().to_string(), cause)
-            }
-        }
+        // Every code, at every stage, is its envelope on this surface; the
+        // snapshot of every code, stage and surface (tests/surfaces.rs) makes
+        // a new code's rendering a visible decision.
+        CallOutcome::error_text(
+            failure.error.to_envelope_value().to_string(),
+            failure.cause(),
+        )
     }
 }
 

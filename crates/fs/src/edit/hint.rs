@@ -26,7 +26,7 @@ pub(crate) fn no_match_notes(
         if let (Some(at), None) = (found.next(), found.next()) {
             let first = line_numbers(text, [at]).first().copied().unwrap_or(1);
             let height =
-                crate::tolerant::count_newlines(stripped.trim_end_matches('\n').as_bytes());
+                agent_tools_text::count_newlines(stripped.trim_end_matches('\n').as_bytes());
             let lines = Lines {
                 first,
                 last: first + height,

@@ -8,7 +8,8 @@ use memchr::memmem;
 use super::hint;
 use crate::tolerant::{self, Candidate, Lines, Rewritten, Verdict};
 
-pub(crate) use crate::tolerant::{count_newlines, line_numbers};
+pub(crate) use crate::tolerant::line_numbers;
+pub(crate) use agent_tools_text::count_newlines;
 
 /// How many replacement lines a message lists before summarising.
 const LISTED: usize = 10;
