@@ -605,6 +605,41 @@ mod tests {
     }
 
     #[test]
+    fn changing_mount_attributes_is_refused() {
+        // The call has no wrapper here: Python makes it through libc.
+        let probe = [
+            "import ctypes, errno".to_owned(),
+            "libc = ctypes.CDLL(None, use_errno=True)".to_owned(),
+            format!(
+                "libc.syscall({}, -1, None, 0, None, 0)",
+                libc::SYS_mount_setattr
+            ),
+            "print(errno.errorcode[ctypes.get_errno()])".to_owned(),
+        ]
+        .join("\n");
+        let run = move |probe: String| {
+            std::process::Command::new("python3")
+                .args(["-c", &probe])
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let Ok(unconfined) = run(probe.clone()) else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        // Unconfined, the kernel looks at the arguments (none are valid).
+        assert!(
+            ["EINVAL\n", "EBADF\n"].contains(&unconfined.as_str()),
+            "{unconfined}"
+        );
+        let policy = SandboxPolicy::new(vec![], vec![]).unwrap();
+        let Some(output) = confined(policy, move || run(probe)) else {
+            return;
+        };
+        assert_eq!(output.unwrap(), "EPERM\n");
+    }
+
+    #[test]
     fn terminals_are_not_writable() {
         let Some(results) = confined(SandboxPolicy::new(vec![], vec![]).unwrap(), || {
             ["/dev/ptmx", "/dev/tty"].map(|dev| {
