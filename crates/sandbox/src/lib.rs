@@ -366,17 +366,18 @@ impl SandboxPolicy {
 
     /// Restricts the calling thread, and every process it starts from now
     /// on, to the policy; irreversible. Call it in a single-threaded process
-    /// (a launcher) just before starting the command: when a writable path
-    /// holds a version-control folder to keep read-only, the process moves
-    /// to a mount namespace of its own (and a user namespace, which a
-    /// process with other threads cannot enter).
+    /// (a launcher) just before starting the command: the process moves to
+    /// a mount namespace of its own (and a user namespace, which a process
+    /// with other threads cannot enter) where all but the writable paths is
+    /// read-only. Where none can be made, the rest holds without it, unless
+    /// a version-control folder needs it.
     ///
     /// Returns how much the kernel enforces. Fails, leaving the caller
     /// unrestricted or partly restricted, when Landlock is missing or
     /// enforces nothing, a rule cannot be added (a writable path that does
-    /// not exist, say), a version-control folder cannot be made read-only,
-    /// or the seccomp filter cannot be installed: the caller must then not
-    /// run the command.
+    /// not exist, say), a version-control folder or another mount cannot be
+    /// made read-only, or the seccomp filter cannot be installed: the
+    /// caller must then not run the command.
     pub fn enforce(&self) -> Result<Coverage, SandboxError> {
         #[cfg(target_os = "linux")]
         {

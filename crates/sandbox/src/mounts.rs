@@ -179,6 +179,7 @@ pub(crate) fn read_only_except(writable: &[PathBuf]) -> Result<(), MountFailure>
         }
         // The mount the path reaches now, without starting an automount
         // (which could wait on a network) and without following a link.
+        // Every kernel with Landlock (5.13) reports the mount id (5.8).
         let reached = statx(
             CWD,
             point,
