@@ -38,16 +38,26 @@ fn sandboxed(root: &Path) -> McpClient {
     McpClient::start_guarded(root, &["--sandbox"])
 }
 
+/// Whether `text` holds a refused write: Landlock's `EACCES`, seccomp's
+/// `EPERM`, or the read-only mount's `EROFS` (which the kernel checks
+/// first, where a namespace could be made).
+fn names_a_refused_write(text: &str) -> bool {
+    [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|phrase| text.contains(phrase))
+}
+
 /// Runs `command` in the sandbox and expects it to fail with a refusal that
 /// the result names.
 fn assert_refused(client: &mut McpClient, command: &str) -> Value {
     let result = bash(client, command);
     assert_ne!(result["exit_code"], 0, "{command}: {result}");
     let stderr = result["stderr"].as_str().unwrap();
-    assert!(
-        stderr.contains("Permission denied") || stderr.contains("Operation not permitted"),
-        "{command}: {result}"
-    );
+    assert!(names_a_refused_write(stderr), "{command}: {result}");
     let note = result["sandbox"].as_str().unwrap_or_default();
     assert!(note.contains("may have refused"), "{command}: {result}");
     result
@@ -107,7 +117,7 @@ fn every_surface_runs_its_commands_in_the_sandbox() {
         json!({"command": ["touch", target.display().to_string()]}),
     );
     assert!(is_error, "{text}");
-    assert!(text.contains("Permission denied"), "{text}");
+    assert!(names_a_refused_write(&text), "{text}");
     assert!(text.contains("may have refused"), "{text}");
     assert!(!target.exists());
     let (is_error, text) = client.call("shell", json!({"command": ["touch", "inside"]}));
@@ -234,7 +244,14 @@ fn a_read_only_root_is_read_only_to_commands() {
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout), "original\n");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.matches("Permission denied").count(), 2, "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|line| names_a_refused_write(line))
+            .count(),
+        2,
+        "{stderr}"
+    );
     assert_eq!(
         std::fs::read_to_string(root.join("f")).unwrap(),
         "original\n"
@@ -746,4 +763,193 @@ fn ownership_and_extended_attributes_are_refused_but_modes_inside_work() {
     let result = bash(&mut client, "chmod +x inside.txt && test -x inside.txt");
     assert_eq!(result["exit_code"], 0, "{result}");
     client.shutdown();
+}
+
+/// A file's mode and modification time: what `chmod` and `touch -d` change.
+fn mode_and_mtime(path: &Path) -> (u32, i64, i64) {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    (meta.mode(), meta.mtime(), meta.mtime_nsec())
+}
+
+/// Runs `command` in the sandbox and expects the read-only mount to refuse
+/// it, with the note.
+fn assert_read_only(client: &mut McpClient, command: &str) {
+    let result = bash(client, command);
+    assert_ne!(result["exit_code"], 0, "{command}: {result}");
+    let stderr = result["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("Read-only file system"),
+        "{command}: {result}"
+    );
+    let note = result["sandbox"].as_str().unwrap_or_default();
+    assert!(note.contains("may have refused"), "{command}: {result}");
+}
+
+#[test]
+fn modes_and_times_change_only_inside_the_writable_roots() {
+    if !landlock() {
+        return;
+    }
+    let (outer, root) = sandbox();
+    let outside = outer.path().join("outside.txt");
+    std::fs::write(&outside, "x").unwrap();
+    std::fs::set_permissions(
+        &outside,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(root.join("inside.txt"), "x").unwrap();
+    let watched = [outside.clone(), root.join(".git/config"), root.join(".git")];
+    let before = watched.clone().map(|path| mode_and_mtime(&path));
+    let out = outside.display().to_string();
+    let mut client = sandboxed(&root);
+    for command in [
+        format!("chmod 777 {out}"),
+        format!("touch -d 2001-01-01 {out}"),
+        format!("touch -m {out}"),
+        // Relative to the working folder, which lies in the root.
+        "chmod 777 ../outside.txt".to_owned(),
+        "touch -d 2001-01-01 ../outside.txt".to_owned(),
+        // The version-control folder stays read-only, metadata included.
+        "chmod 777 .git/config".to_owned(),
+        "touch -d 2001-01-01 .git/config".to_owned(),
+        "chmod 777 .git".to_owned(),
+        // Nor do system files change, nor the root's own folder entry
+        // through its parent.
+        "chmod 777 /etc/passwd".to_owned(),
+    ] {
+        assert_read_only(&mut client, &command);
+    }
+    assert_eq!(watched.clone().map(|path| mode_and_mtime(&path)), before);
+    // Inside the root both still change, and writing works as before.
+    let result = bash(
+        &mut client,
+        "chmod 700 inside.txt && touch -d @978307200 inside.txt && echo y >> inside.txt && touch -d @978307200 inside.txt",
+    );
+    assert_eq!(result["exit_code"], 0, "{result}");
+    let (mode, mtime, _) = mode_and_mtime(&root.join("inside.txt"));
+    assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(mtime, 978_307_200, "2001-01-01 UTC");
+    // So do files in the private temporary folder, and /dev/null takes
+    // writes on a read-only mount.
+    let result = bash(
+        &mut client,
+        "echo x > \"$TMPDIR/t\" && chmod 700 \"$TMPDIR/t\" && touch -d 2001-01-01 \"$TMPDIR/t\" && echo gone > /dev/null",
+    );
+    assert_eq!(result["exit_code"], 0, "{result}");
+    client.shutdown();
+}
+
+#[test]
+fn modes_and_times_in_a_read_only_root_cannot_change() {
+    // As `a_read_only_root_is_read_only_to_commands`: the launcher with the
+    // policy a read-only root gets.
+    if !landlock() {
+        return;
+    }
+    let (outer, root) = sandbox();
+    let writable = outer.path().join("writable");
+    std::fs::create_dir(&writable).unwrap();
+    std::fs::write(root.join("f"), "original\n").unwrap();
+    std::fs::write(writable.join("g"), "mine\n").unwrap();
+    let before = mode_and_mtime(&root.join("f"));
+    let (ro, rw) = (root.display().to_string(), writable.display().to_string());
+    let policy = [
+        "--sandbox",
+        "--sandbox-read-only",
+        &ro,
+        "--sandbox-write",
+        &rw,
+    ];
+    let output = launch(
+        &policy,
+        &format!(
+            "chmod 777 {ro}/f; touch -d 2001-01-01 {ro}/f; chmod 777 {ro}; \
+             chmod 700 {rw}/g && touch -d @978307200 {rw}/g && echo changed"
+        ),
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "changed\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.matches("Read-only file system").count(),
+        3,
+        "{stderr}"
+    );
+    assert_eq!(mode_and_mtime(&root.join("f")), before);
+    let (mode, mtime, _) = mode_and_mtime(&writable.join("g"));
+    assert_eq!((mode & 0o777, mtime), (0o700, 978_307_200));
+}
+
+#[test]
+fn without_the_privilege_the_same_mounts_are_made_through_a_user_namespace() {
+    // The launcher enters the mount namespace directly when it may (as root
+    // here, usually); another user goes through a user namespace. Only root
+    // can become another user to try that path.
+    if !landlock() {
+        return;
+    }
+    let setpriv = Command::new("setpriv").arg("--version").output();
+    // `/proc/self` belongs to the process's own user.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    if uid != 0 || setpriv.is_err() {
+        eprintln!("skipped: needs root and setpriv to run the launcher as another user");
+        return;
+    }
+    let (outer, root) = sandbox();
+    let outside = outer.path().join("outside.txt");
+    std::fs::write(&outside, "x").unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join("inside.txt"), "x").unwrap();
+    let nobody = 65_534;
+    for path in [
+        outer.path(),
+        &outside,
+        &root,
+        &root.join(".git"),
+        &root.join("inside.txt"),
+    ] {
+        std::os::unix::fs::chown(path, Some(nobody), Some(nobody)).unwrap();
+    }
+    let before = mode_and_mtime(&outside);
+    let output = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--",
+        ])
+        .arg(env!("CARGO_BIN_EXE_agent-tools"))
+        .arg("__run-command")
+        .arg("--parent-pid")
+        .arg(std::process::id().to_string())
+        .args(["--sandbox", "--sandbox-write"])
+        .arg(&root)
+        .args(["--", "/bin/sh", "-c"])
+        .arg(
+            "chmod 777 ../outside.txt; touch -d @978307200 ../outside.txt; touch .git/x; \
+             chmod 700 inside.txt && touch -d @978307200 inside.txt && id -u",
+        )
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Its own id, mapped: files keep their owner.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "65534\n",
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("Read-only file system").count(),
+        3,
+        "{stderr}"
+    );
+    assert_eq!(mode_and_mtime(&outside), before);
+    assert!(!root.join(".git/x").exists());
+    let (mode, mtime, _) = mode_and_mtime(&root.join("inside.txt"));
+    assert_eq!((mode & 0o777, mtime), (0o700, 978_307_200));
 }

@@ -25,6 +25,14 @@
 //!   folder read-only onto itself. Git would otherwise run hooks and
 //!   settings a command planted there, unconfined, at the user's next
 //!   commit.
+//! * **Everything else read-only** in that mount namespace, made for every
+//!   command: each writable path (and the temporary folder) is bound onto
+//!   itself, and every other mount is remounted read-only. Landlock has no
+//!   right for a file's mode or times, and seccomp cannot see the path of a
+//!   `chmod` or `utimensat`; a read-only mount refuses them (`EROFS`)
+//!   outside the writable paths, and in read-only roots. Where no
+//!   namespace can be made (user namespaces disabled), commands still run,
+//!   and only this is missing.
 //! * **A seccomp filter**, always: `ioctl` `TIOCSTI` and `TIOCLINUX` (typing
 //!   into a terminal), changes of ownership (the `chown` family) and of
 //!   extended attributes (the `setxattr` and `removexattr` families) fail
@@ -51,6 +59,8 @@ use std::path::{Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod mounts;
 // Only Linux can bind the folders read-only; the search is portable.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod vcs;
@@ -141,6 +151,16 @@ pub enum SandboxError {
     #[error("the version-control folder {} could not be made read-only: {reason}", path.display())]
     VcsProtection {
         /// The folder (or `.git` file) to protect.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+    /// A mount namespace was made, but the filesystem outside the writable
+    /// paths could not be made read-only in it (or the namespace could not
+    /// be finished): a mount refused the change, say.
+    #[error("the filesystem outside the writable paths could not be made read-only at {}: {reason}", path.display())]
+    ReadOnlyMounts {
+        /// The mount (or namespace file) being changed.
         path: PathBuf,
         /// What failed.
         reason: String,
@@ -346,17 +366,18 @@ impl SandboxPolicy {
 
     /// Restricts the calling thread, and every process it starts from now
     /// on, to the policy; irreversible. Call it in a single-threaded process
-    /// (a launcher) just before starting the command: when a writable path
-    /// holds a version-control folder to keep read-only, the process moves
-    /// to a mount namespace of its own (and a user namespace, which a
-    /// process with other threads cannot enter).
+    /// (a launcher) just before starting the command: the process moves to
+    /// a mount namespace of its own (and a user namespace, which a process
+    /// with other threads cannot enter) where all but the writable paths is
+    /// read-only. Where none can be made, the rest holds without it, unless
+    /// a version-control folder needs it.
     ///
     /// Returns how much the kernel enforces. Fails, leaving the caller
     /// unrestricted or partly restricted, when Landlock is missing or
     /// enforces nothing, a rule cannot be added (a writable path that does
-    /// not exist, say), a version-control folder cannot be made read-only,
-    /// or the seccomp filter cannot be installed: the caller must then not
-    /// run the command.
+    /// not exist, say), a version-control folder or another mount cannot be
+    /// made read-only, or the seccomp filter cannot be installed: the
+    /// caller must then not run the command.
     pub fn enforce(&self) -> Result<Coverage, SandboxError> {
         #[cfg(target_os = "linux")]
         {

@@ -1,7 +1,7 @@
 //! Landlock, seccomp and read-only bind mounts on Linux.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
@@ -17,7 +17,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use crate::{Coverage, DEVICES, SandboxError, SandboxPolicy, coverage_for, vcs};
+use crate::{Coverage, DEVICES, SandboxError, SandboxPolicy, coverage_for, mounts, vcs};
 
 /// The ABI the rulesets are written for (see [`TARGET_ABI`]).
 const TARGET: ABI = ABI::V7;
@@ -64,7 +64,7 @@ fn abi_number(abi: ABI) -> Result<u8, SandboxError> {
 
 pub(crate) fn enforce(policy: &SandboxPolicy) -> Result<Coverage, SandboxError> {
     // Mounts first: Landlock forbids a restricted process to change them.
-    protect_vcs(&vcs::protected_paths(policy))?;
+    confine_mounts(policy)?;
     let landlock = |err: landlock::RulesetError| SandboxError::Landlock(err.to_string());
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET))
@@ -177,22 +177,77 @@ fn readable_paths() -> Vec<std::path::PathBuf> {
     paths
 }
 
-/// Makes `paths` read-only to this process and all it starts: a mount
-/// namespace of its own (entered directly with `CAP_SYS_ADMIN`, else
-/// through a user namespace mapping only the caller's own ids, so files
-/// keep their owners and permissions), mount events kept from flowing back
-/// to the system's namespace, and each path bind-mounted read-only onto
-/// itself. Writes there then fail with `EROFS`, and the path cannot be
-/// renamed or removed (`EBUSY`). Nothing happens when `paths` is empty.
-fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
-    let Some(first) = paths.first() else {
-        return Ok(());
-    };
-    let failed =
-        |path: &Path, what: &str, err: &dyn std::fmt::Display| SandboxError::VcsProtection {
-            path: path.to_path_buf(),
-            reason: format!("{what}: {err}"),
-        };
+/// Puts the mounts of the policy in place, in a mount namespace of this
+/// process's own (see [`enter_mount_namespace`]): everything read-only but
+/// the writable paths ([`mounts::read_only_except`]), then the
+/// version-control folders in them read-only again ([`protect_vcs`]).
+///
+/// When no namespace can be made (user namespaces disabled, as in some
+/// containers, or a caller with other threads) nothing is mounted: Landlock
+/// and the seccomp filter still hold, but modes and times outside the
+/// writable paths can change (noted in the SPEC). That is refused only when
+/// a version-control folder needs protecting, as before the rest was made
+/// read-only: running without would leave it writable.
+fn confine_mounts(policy: &SandboxPolicy) -> Result<(), SandboxError> {
+    let vcs_paths = vcs::protected_paths(policy);
+    // Taken before the mounts: the working folder is entered again after
+    // them, since it would otherwise stay on the mount beneath the
+    // writable copy bound over a root, which is read-only.
+    let cwd = std::env::current_dir().ok();
+    match enter_mount_namespace() {
+        Ok(()) => {}
+        Err(Namespace::Unavailable(reason)) => {
+            return match vcs_paths.first() {
+                Some(first) => Err(SandboxError::VcsProtection {
+                    path: first.clone(),
+                    reason,
+                }),
+                None => Ok(()),
+            };
+        }
+        Err(Namespace::Failed { path, reason }) => {
+            return Err(SandboxError::ReadOnlyMounts { path, reason });
+        }
+    }
+    let writable = mounts::writable_mounts(
+        policy
+            .writable()
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(policy.tmp_dir()),
+    );
+    mounts::read_only_except(&writable).map_err(|failure| SandboxError::ReadOnlyMounts {
+        path: failure.path,
+        reason: failure.reason,
+    })?;
+    protect_vcs(&vcs_paths)?;
+    if let Some(cwd) = cwd {
+        // A folder removed meanwhile cannot be entered; the command then
+        // starts where it would have anyway.
+        let _ = std::env::set_current_dir(cwd);
+    }
+    Ok(())
+}
+
+/// Why no mount namespace was entered.
+enum Namespace {
+    /// None could be made; the process is as it was.
+    Unavailable(String),
+    /// One was made but not finished (its user ids unmapped, or its mounts
+    /// still sharing events with the system's): the command must not run.
+    Failed {
+        /// What was being written or changed.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// Moves this process into a mount namespace of its own: entered directly
+/// with `CAP_SYS_ADMIN`, else through a user namespace mapping only the
+/// caller's own ids, so files keep their owners and permissions. Mount
+/// events are then kept from flowing back to the system's namespace.
+fn enter_mount_namespace() -> Result<(), Namespace> {
     if unshare(CloneFlags::CLONE_NEWNS).is_err() {
         // Without the privilege: a user namespace first. Its ids map to the
         // caller's own, so `id` and file owners look the same. From inside,
@@ -200,16 +255,19 @@ fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
         // CAP_SYS_ADMIN loses, in there, its rights over files of other
         // owners (noted in the SPEC).
         let (uid, gid) = (getuid(), getgid());
-        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-            .map_err(|err| failed(first, "cannot make a user and mount namespace", &err))?;
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|err| {
+            Namespace::Unavailable(format!("cannot make a user and mount namespace: {err}"))
+        })?;
         for (file, text) in [
             // A gid map written from inside needs setgroups off first.
             ("/proc/self/setgroups", "deny".to_owned()),
             ("/proc/self/uid_map", format!("{uid} {uid} 1")),
             ("/proc/self/gid_map", format!("{gid} {gid} 1")),
         ] {
-            std::fs::write(file, text)
-                .map_err(|err| failed(first, &format!("cannot write {file}"), &err))?;
+            std::fs::write(file, text).map_err(|err| Namespace::Failed {
+                path: PathBuf::from(file),
+                reason: format!("cannot write it: {err}"),
+            })?;
         }
     }
     // The namespace starts as a copy whose mounts may share events with
@@ -222,7 +280,23 @@ fn protect_vcs(paths: &[std::path::PathBuf]) -> Result<(), SandboxError> {
         MsFlags::MS_REC | MsFlags::MS_SLAVE,
         None::<&str>,
     )
-    .map_err(|err| failed(first, "cannot make the mounts private", &err))?;
+    .map_err(|err| Namespace::Failed {
+        path: PathBuf::from("/"),
+        reason: format!("cannot make the mounts private: {err}"),
+    })
+}
+
+/// Makes `paths` read-only to this process and all it starts, in the mount
+/// namespace [`enter_mount_namespace`] made: each path bind-mounted
+/// read-only onto itself. Writes there then fail with `EROFS`, and the
+/// path cannot be renamed or removed (`EBUSY`). Nothing happens when
+/// `paths` is empty.
+fn protect_vcs(paths: &[PathBuf]) -> Result<(), SandboxError> {
+    let failed =
+        |path: &Path, what: &str, err: &dyn std::fmt::Display| SandboxError::VcsProtection {
+            path: path.to_path_buf(),
+            reason: format!("{what}: {err}"),
+        };
     for path in paths {
         // Recursive, because a user namespace may not bind a folder
         // without the mounts beneath it.
@@ -298,6 +372,11 @@ const METADATA_CALLS: &[i64] = &[
     466,
     // file_setattr (Linux 6.17): inode flags and project ids.
     469,
+    // mount_setattr: a command that is root in its user namespace could
+    // clear a mount's read-only flag with it. Landlock refuses mount,
+    // umount and remount; this one is refused here whatever Landlock
+    // checks, as no command needs it.
+    libc::SYS_mount_setattr,
 ];
 
 /// Installs the seccomp filters (seccompiler gives one filter one action,
@@ -523,6 +602,41 @@ mod tests {
             };
             assert_eq!(output.unwrap(), "sti EPERM\nlinux EPERM\n");
         }
+    }
+
+    #[test]
+    fn changing_mount_attributes_is_refused() {
+        // The call has no wrapper here: Python makes it through libc.
+        let probe = [
+            "import ctypes, errno".to_owned(),
+            "libc = ctypes.CDLL(None, use_errno=True)".to_owned(),
+            format!(
+                "libc.syscall({}, -1, None, 0, None, 0)",
+                libc::SYS_mount_setattr
+            ),
+            "print(errno.errorcode[ctypes.get_errno()])".to_owned(),
+        ]
+        .join("\n");
+        let run = move |probe: String| {
+            std::process::Command::new("python3")
+                .args(["-c", &probe])
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let Ok(unconfined) = run(probe.clone()) else {
+            eprintln!("skipped: no python3");
+            return;
+        };
+        // Unconfined, the kernel looks at the arguments (none are valid).
+        assert!(
+            ["EINVAL\n", "EBADF\n"].contains(&unconfined.as_str()),
+            "{unconfined}"
+        );
+        let policy = SandboxPolicy::new(vec![], vec![]).unwrap();
+        let Some(output) = confined(policy, move || run(probe)) else {
+            return;
+        };
+        assert_eq!(output.unwrap(), "EPERM\n");
     }
 
     #[test]

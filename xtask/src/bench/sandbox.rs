@@ -51,7 +51,10 @@ pub fn sandbox(ctx: &Ctx<'_>) -> Result<Table> {
         "bash",
         json!({"command": format!("touch {}", escape.display())}),
     );
-    if escape.exists() || !probe.text.contains("Permission denied") {
+    let refused = ["Permission denied", "Read-only file system"]
+        .iter()
+        .any(|phrase| probe.text.contains(phrase));
+    if escape.exists() || !refused {
         bail!("the sandboxed bash wrote outside its root: {}", probe.text);
     }
 
