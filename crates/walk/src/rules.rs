@@ -1,5 +1,5 @@
-//! Which paths the index holds: the rules of the file tools' own walk with
-//! ignore files respected. Hidden files are kept; `.ignore`, `.gitignore`,
+//! The ignore rules, one set for the file tools' walk with ignore files
+//! respected and for the paths the workspace index holds. Hidden files are kept; `.ignore`, `.gitignore`,
 //! `.git/info/exclude` and the user's global excludes are honoured with
 //! git's precedence (even outside a repository); a directory named `.git`
 //! is never entered; symlinks are never followed; only directories and
@@ -17,13 +17,14 @@ use ignore::Match;
 use crate::beneath;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// An ignore file larger than this is not read. The file tools' walk skips
-/// such a file with a note, which the index cannot repeat, so a tree that
-/// has one is served by scanning (see [`crate::Anomaly`]).
+/// An ignore file larger than this is not read: real ones are a few
+/// kilobytes, and reading one is done before any file of its directory is
+/// visited. The walk skips such a file with a note, which the index cannot
+/// repeat, so the index serves a tree that has one by scanning.
 pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The names in a directory that change how its subtree is ignored.
-pub(crate) const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
+pub const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
 
 /// The ignore rules of one directory, linked to those of its parents. The
 /// file tools' walk and the index both decide with these, so the two agree
@@ -46,14 +47,15 @@ pub struct RuleLevel {
 /// note (an ignore file that is not a regular file, or too large, or
 /// unreadable).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RuleTrouble {
+pub struct RuleTrouble {
+    /// The ignore file's path relative to where matching is anchored.
     pub path: String,
 }
 
 /// Reads the rules of the directory open as `dir` (root-relative
 /// `dir_rel`) and links them over `parent`. Returns `parent` when it adds
 /// nothing. Every rule file is opened beneath the directory's descriptor.
-pub(crate) fn level_for(
+pub fn level_for(
     dir: &Dir,
     dir_rel: &str,
     parent: Option<Arc<RuleLevel>>,
@@ -230,7 +232,7 @@ pub fn global_rules(bytes: Option<&[u8]>) -> Option<Gitignore> {
 }
 
 /// `dir/name`, or `name` at the root.
-pub(crate) fn join(dir: &str, name: &str) -> String {
+pub fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
     } else {
@@ -239,17 +241,17 @@ pub(crate) fn join(dir: &str, name: &str) -> String {
 }
 
 /// The parent of a root-relative path (`""` for a top-level entry).
-pub(crate) fn parent_of(rel: &str) -> &str {
+pub fn parent_of(rel: &str) -> &str {
     rel.rfind('/').map_or("", |at| &rel[..at])
 }
 
 /// The last component of a root-relative path.
-pub(crate) fn name_of(rel: &str) -> &str {
+pub fn name_of(rel: &str) -> &str {
     rel.rfind('/').map_or(rel, |at| &rel[at + 1..])
 }
 
 /// Whether `rel` is `dir` or lies beneath it (every path lies beneath `""`).
-pub(crate) fn is_within(rel: &str, dir: &str) -> bool {
+pub fn is_within(rel: &str, dir: &str) -> bool {
     dir.is_empty()
         || (rel.starts_with(dir) && (rel.len() == dir.len() || rel.as_bytes()[dir.len()] == b'/'))
 }

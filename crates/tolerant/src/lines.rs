@@ -69,7 +69,7 @@ pub fn count_newlines(bytes: &[u8]) -> usize {
 }
 
 /// The 1-based line numbers of sorted byte offsets.
-pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
+pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut line = 1;
     let mut at = 0;
