@@ -62,14 +62,11 @@ pub mod beneath;
 pub mod rules;
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use agent_tools_confine::{
-    ConfinedPath, FileKind, OpenRegularError, Workspace, open_regular_at, quote_os, quote_text,
-};
+use agent_tools_confine::{ConfinedPath, FileKind, Workspace, quote_os, quote_text};
 use agent_tools_error::ToolResult;
 use cap_std::fs::Dir;
 use globset::GlobSet;
@@ -77,7 +74,7 @@ use ignore::gitignore::Gitignore;
 
 use rules::parent_of;
 pub use rules::{
-    MAX_IGNORE_FILE_BYTES, RuleLevel, global_excludes_bytes, global_rules, is_ignored,
+    MAX_IGNORE_FILE_BYTES, RuleLevel, RuleNames, global_excludes_bytes, global_rules, is_ignored,
     rules_from_bytes,
 };
 
@@ -130,7 +127,8 @@ pub fn skipped_note(skipped: &mut [Skipped]) -> String {
 }
 
 /// A regular file the walk found (by its directory entry; the visitor opens
-/// it through `dir` with [`open_regular_at`], which checks again), or a
+/// it through `dir` with
+/// [`open_regular_at`](agent_tools_confine::open_regular_at), which checks again), or a
 /// directory when the walk visits those too ([`Walk::visit_dirs`]).
 pub struct FileEntry<'a> {
     /// The directory holding it.
@@ -555,14 +553,14 @@ impl Shared<'_> {
         }
 
         let ignore = if self.respect_gitignore {
-            let names = NamesSeen::of(&entries);
+            let names = names_seen(&entries);
             if names.any() {
                 ignore_level(
                     &dir,
                     job.ignore,
                     &job.anchor_rel,
                     &mut sink.skipped,
-                    Some((&names, &shown_dir)),
+                    Some((names, &shown_dir)),
                 )
             } else {
                 job.ignore
@@ -652,121 +650,41 @@ impl Shared<'_> {
     }
 }
 
-/// Which of the names that matter for ignoring a directory holds.
-struct NamesSeen {
-    ignore: bool,
-    gitignore: bool,
-    git: Option<FileKind>,
-}
-
-impl NamesSeen {
-    fn of(entries: &[(String, FileKind)]) -> NamesSeen {
-        let mut seen = NamesSeen {
-            ignore: false,
-            gitignore: false,
-            git: None,
-        };
-        for (name, kind) in entries {
-            match name.as_str() {
-                ".ignore" => seen.ignore = true,
-                ".gitignore" => seen.gitignore = true,
-                ".git" => seen.git = Some(*kind),
-                _ => {}
-            }
+/// Which rule files a directory's listing holds.
+fn names_seen(entries: &[(String, FileKind)]) -> RuleNames {
+    let mut seen = RuleNames::default();
+    for (name, kind) in entries {
+        match name.as_str() {
+            ".ignore" => seen.ignore = true,
+            ".gitignore" => seen.gitignore = true,
+            ".git" => seen.git = Some(*kind),
+            _ => {}
         }
-        seen
     }
-
-    fn any(&self) -> bool {
-        self.ignore || self.gitignore || self.git.is_some()
-    }
+    seen
 }
 
 /// Reads the ignore files of `dir` (those `names` lists, or all candidates
-/// when not known) and links them over `parent`. Returns `parent` itself
-/// when the directory adds nothing.
+/// when not known) and links them over `parent`, with a note for each one
+/// skipped. Returns `parent` itself when the directory adds nothing.
 fn ignore_level(
     dir: &Dir,
     parent: Option<Arc<RuleLevel>>,
     anchor_rel: &str,
     skipped: &mut Vec<Skipped>,
-    names: Option<(&NamesSeen, &str)>,
+    names: Option<(RuleNames, &str)>,
 ) -> Option<Arc<RuleLevel>> {
-    let (want_ignore, want_gitignore, git_kind) = match names {
-        Some((names, _)) => (names.ignore, names.gitignore, names.git),
-        None => (
-            true,
-            true,
-            dir.symlink_metadata(".git")
-                .ok()
-                .map(|m| FileKind::of(m.file_type())),
-        ),
-    };
     let shown_dir = match names {
-        Some((_, shown)) => shown.to_string(),
-        None => anchor_rel.to_string(),
+        Some((_, shown)) => shown,
+        None => anchor_rel,
     };
-    let mut load = |dir: &Dir, name: &str, shown: String| -> Option<Gitignore> {
-        match read_ignore_file(dir, Path::new(name)) {
-            Ok(rules) => rules,
-            Err(why) => {
-                skipped.push(Skipped::new(&shown, why));
-                None
-            }
-        }
-    };
-    let ignore = if want_ignore {
-        load(dir, ".ignore", join(&shown_dir, ".ignore"))
-    } else {
-        None
-    };
-    let gitignore = if want_gitignore {
-        load(dir, ".gitignore", join(&shown_dir, ".gitignore"))
-    } else {
-        None
-    };
-    let exclude = if git_kind == Some(FileKind::Directory) {
-        let info = open_subdir(dir, OsStr::new(".git"))
-            .and_then(|git| open_subdir(&git, OsStr::new("info")));
-        match info {
-            Ok(info) => load(&info, "exclude", join(&shown_dir, ".git/info/exclude")),
-            Err(_) => None,
-        }
-    } else {
-        None
-    };
-    RuleLevel::link(
-        parent,
+    rules::read_level(
+        dir,
         anchor_rel,
-        [ignore, gitignore, exclude],
-        git_kind.is_some(),
+        parent,
+        names.map(|(names, _)| names),
+        &mut |name, why| skipped.push(Skipped::new(&join(shown_dir, name), why)),
     )
-}
-
-/// Reads one ignore file through `dir`: a regular file, not through a
-/// symlink, at most [`MAX_IGNORE_FILE_BYTES`]. `Ok(None)` when it is absent;
-/// `Err(why)` when it is there but was skipped.
-fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String> {
-    let (file, _) = match open_regular_at(dir, name) {
-        Ok(opened) => opened,
-        Err(OpenRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None);
-        }
-        Err(OpenRegularError::Io(err)) => return Err(format!("ignore file not read: {err}")),
-        Err(OpenRegularError::NotRegular(kind)) => {
-            return Err(format!("ignore file not read: it is {kind}"));
-        }
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_IGNORE_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|err| format!("ignore file not read: {err}"))?;
-    if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
-        return Err(format!(
-            "ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes"
-        ));
-    }
-    Ok(Some(rules_from_bytes(&bytes)))
 }
 
 /// Opens the subdirectory `name` of `dir`: one component, beneath `dir`,
