@@ -13,7 +13,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use agent_tools_fs::ecma::{EcmaBudget, EcmaMatcher, EcmaRegex, Found, Template};
+use agent_tools_ecma::{EcmaBudget, EcmaMatcher, EcmaRegex, Found, Template};
 use grep_matcher::Matcher;
 use libfuzzer_sys::fuzz_target;
 

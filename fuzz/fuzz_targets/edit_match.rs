@@ -7,7 +7,7 @@
 //! anything else invalid becomes U+FFFD.
 #![no_main]
 
-use agent_tools_fs::tolerant::{Candidate, Verdict, locate};
+use agent_tools_tolerant::{Candidate, Verdict, locate};
 use libfuzzer_sys::fuzz_target;
 
 fn check_region(text: &str, candidate: &Candidate) {

@@ -672,9 +672,53 @@ fn copy_xattrs(dir: &Dir, name: &OsStr, file: &std::fs::File) -> io::Result<()> 
     Ok(())
 }
 
-/// Flushes files to disk several at once: the patch engine's, the one home
-/// of that rule (why fsync, how many threads).
-pub use agent_tools_patch::sync_all_parallel;
+/// Most threads one batch syncs with. Each thread mostly waits in the
+/// kernel for the disk, so more threads than cores pay off: the file
+/// system folds concurrent syncs into one journal commit and one flush of
+/// the device's cache.
+const MAX_SYNC_THREADS: usize = 16;
+
+/// Flushes every file to disk (`fsync`), several at once; returns the
+/// index and error of a file that failed.
+///
+/// `fsync` rather than `fdatasync`: these files were just written whole,
+/// so their size changed and `fdatasync` would flush the inode as well.
+/// `sync_file_range` flushes neither the inode nor the device's cache, so
+/// it makes nothing durable. Hand-written rather than taken from a crate:
+/// it is a scoped-thread loop over a shared index. The home of this rule
+/// for every write of the tools, patches included.
+pub fn sync_all_parallel(files: &[&std::fs::File]) -> Result<(), (usize, io::Error)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    if files.len() <= 1 {
+        return files
+            .first()
+            .map_or(Ok(()), |file| file.sync_all().map_err(|err| (0, err)));
+    }
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<(usize, io::Error)>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..files.len().min(MAX_SYNC_THREADS) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(index) else {
+                        break;
+                    };
+                    if let Err(err) = file.sync_all() {
+                        let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                        failed.get_or_insert((index, err));
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(failure) => Err(failure),
+        None => Ok(()),
+    }
+}
 
 /// A replacement written to its temporary file but not yet synced nor
 /// renamed into place: the first half of [`replace_expecting`], for callers

@@ -40,9 +40,14 @@ mod newlines;
 mod page;
 mod read;
 mod stale;
-pub mod tolerant;
-mod walk;
 mod write;
+
+/// The tolerant matcher of `edit_file` and `multi_edit`, its own crate
+/// (pure text); re-exported under its old path for the surfaces.
+pub use agent_tools_tolerant as tolerant;
+/// The one walk of `glob`, `grep` and `find` (and of the index), its own
+/// crate; named here as the module it was.
+use agent_tools_walk as walk;
 
 pub use agent_tools_index::{IndexStats, NotServed, Status as IndexStatus, WorkspaceIndex};
 pub use args::*;

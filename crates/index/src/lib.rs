@@ -42,18 +42,12 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod beneath;
 mod postings;
 mod query;
-mod rules;
 mod state;
 mod watch;
 
 pub use query::{Query, regex_query};
-pub use rules::{
-    MAX_IGNORE_FILE_BYTES, RuleLevel, global_excludes_bytes, global_rules, is_ignored,
-    rules_from_bytes,
-};
 pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
 pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};
 

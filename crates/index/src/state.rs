@@ -15,10 +15,10 @@ use ignore::gitignore::Gitignore;
 
 use cap_std::fs::Dir;
 
-use crate::beneath;
 use crate::postings::{Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
-use crate::rules::{
+use agent_tools_walk::beneath;
+use agent_tools_walk::rules::{
     self, RULE_FILES, RuleLevel, RuleTrouble, global_rules, is_ignored, is_within, join, level_for,
     name_of, parent_of,
 };

@@ -85,5 +85,4 @@ pub use parse::parse;
 pub use report::{Action, FileReport, HunkOffset, MatchLevel, Report};
 pub use store::{
     DirStore, FileStore, FlushError, MAX_HELD_WRITES, MemoryStore, StoreError, check_relative,
-    sync_all_parallel,
 };

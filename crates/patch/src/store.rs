@@ -545,15 +545,11 @@ fn set_default_permissions(_path: &Path) -> Result<(), StoreError> {
 const MAX_SYNC_THREADS: usize = 16;
 
 /// Flushes every file to disk (`fsync`), several at once; returns the
-/// index and error of a file that failed.
-///
-/// `fsync` rather than `fdatasync`: these files were just written whole,
-/// so their size changed and `fdatasync` would flush the inode as well.
-/// `sync_file_range` flushes neither the inode nor the device's cache, so
-/// it makes nothing durable. Hand-written rather than taken from a crate:
-/// it is a scoped-thread loop over a shared index, and this crate keeps its
-/// dependencies to a minimum.
-pub fn sync_all_parallel(files: &[&fs::File]) -> Result<(), (usize, io::Error)> {
+/// index and error of a file that failed. The file tools' atomic writes
+/// (`agent-tools-fs`) hold the same rule and say why it is shaped so; this
+/// crate keeps its own copy for [`DirStore`] because it depends on nothing
+/// else of the project, so it can be used alone.
+pub(crate) fn sync_all_parallel(files: &[&fs::File]) -> Result<(), (usize, io::Error)> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, PoisonError};
     if files.len() <= 1 {

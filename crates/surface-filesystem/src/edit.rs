@@ -603,9 +603,9 @@ fn replace_matches(
 /// with the file, nothing written).
 fn budget_error(stop: EcmaStop, request: &Request<'_>) -> ToolError {
     match stop {
-        EcmaStop::Cancelled => ToolError::from(stop),
+        EcmaStop::Cancelled => agent_tools_fs::ecma::stop_error(stop),
         _ => {
-            let err = ToolError::from(stop);
+            let err = agent_tools_fs::ecma::stop_error(stop);
             ToolError::new(
                 err.code(),
                 format!("{}: {}; nothing was written", request.shown, err.message()),

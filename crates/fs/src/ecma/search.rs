@@ -11,7 +11,7 @@ use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::truncate_line;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
-use super::{EcmaBudget, EcmaMatcher, EcmaStop, LinesOverBudget, SearchRun};
+use super::{EcmaBudget, EcmaMatcher, EcmaStop, LinesOverBudget, SearchRun, trigram_query};
 use crate::indexed::{below, pruned_below, scan_note};
 use crate::walk::{FileEntry, Flow, Sink as WalkSink, Skipped, Walk, visit_listed};
 use crate::{FileTools, cancelled};
@@ -158,7 +158,7 @@ type Searched = (Vec<FoundLine>, Option<LinesOverBudget>);
 
 /// The error a stopped search answers.
 fn stop_error(stop: &EcmaStop) -> ToolError {
-    ToolError::from(stop.clone())
+    super::stop_error(stop.clone())
 }
 
 impl FileTools {
@@ -320,7 +320,7 @@ impl FileTools {
             let mut from_index = None;
             match self.indexed_candidates_with_ignored(
                 base,
-                &search.matcher.trigram_query(),
+                &trigram_query(search.matcher),
                 BINARY_PROBE_BYTES,
             ) {
                 Ok(Some((under, candidates))) => {

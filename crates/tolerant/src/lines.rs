@@ -62,14 +62,12 @@ impl LineTable {
     }
 }
 
-/// The number of `\n` bytes in `bytes`, counted at memory speed by
-/// `bytecount` (the counter read_file's newline index uses too).
-pub fn count_newlines(bytes: &[u8]) -> usize {
-    bytecount::count(bytes, b'\n')
-}
+/// The number of `\n` bytes in `bytes`: the one counter of the project
+/// (`agent_tools_text::count_newlines`), re-exported for the matcher's users.
+pub use agent_tools_text::count_newlines;
 
 /// The 1-based line numbers of sorted byte offsets.
-pub(crate) fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
+pub fn line_numbers(text: &str, offsets: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let bytes = text.as_bytes();
     let mut line = 1;
     let mut at = 0;

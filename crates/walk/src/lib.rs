@@ -17,32 +17,73 @@
 //! per core (at most 12). A worker reads one directory, hands its
 //! subdirectories to the stack, then visits its files itself, so threads
 //! only meet on the stack once per directory.
+//!
+//! The ignore rules ([`RuleLevel`], [`is_ignored`]) and the primitives that
+//! open paths beneath a descriptor ([`beneath`]) are the workspace index's
+//! too, so the index holds the paths this walk visits by construction.
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use agent_tools_confine::{Confinement, Workspace};
+//! use agent_tools_walk::{Flow, Walk};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::create_dir(dir.path().join("src")).unwrap();
+//! std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+//! std::fs::write(dir.path().join("debug.log"), "noise\n").unwrap();
+//! std::fs::write(dir.path().join(".gitignore"), "*.log\n").unwrap();
+//! let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+//!
+//! let base = ws.root_path();
+//! let cancel = AtomicBool::new(false);
+//! let walk = Walk {
+//!     workspace: &ws,
+//!     base: &base,
+//!     respect_gitignore: true,
+//!     cancel: &cancel,
+//!     visit_dirs: false,
+//!     max_depth: None,
+//!     exclude: None,
+//! };
+//! let walked = walk
+//!     .run(|| (), |_, entry, sink| {
+//!         sink.found.push(entry.rel.to_string());
+//!         Flow::Continue
+//!     })
+//!     .unwrap();
+//! let mut found = walked.found;
+//! found.sort();
+//! assert_eq!(found, [".gitignore", "src/main.rs"]);
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod beneath;
+pub mod rules;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use agent_tools_confine::{
-    ConfinedPath, FileKind, OpenRegularError, Workspace, open_regular_at, quote_os, quote_text,
-};
+use agent_tools_confine::{ConfinedPath, FileKind, Workspace, quote_os, quote_text};
 use agent_tools_error::ToolResult;
-use agent_tools_index::RuleLevel;
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use cap_std::fs::Dir;
 use globset::GlobSet;
 use ignore::gitignore::Gitignore;
 
-/// An ignore file larger than this is skipped (with a note): real ones are
-/// a few kilobytes, and reading one is done before any file of its
-/// directory is visited. The index skips the same files.
-pub(crate) use agent_tools_index::MAX_IGNORE_FILE_BYTES;
+use rules::parent_of;
+pub use rules::{
+    MAX_IGNORE_FILE_BYTES, RuleLevel, RuleNames, global_excludes_bytes, global_rules, is_ignored,
+    rules_from_bytes,
+};
 
 /// The most skipped paths a note names one by one.
 const MAX_NAMED_SKIPS: usize = 10;
 
 /// Something the walk (or a visitor) could not look at, said in a note.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Skipped {
+pub struct Skipped {
     /// The path as shown (already quoted when it needs to be).
     pub path: String,
     /// Why, in a few words.
@@ -50,7 +91,8 @@ pub(crate) struct Skipped {
 }
 
 impl Skipped {
-    pub(crate) fn new(raw_path: &str, why: impl Into<String>) -> Self {
+    /// A skip of `raw_path` (quoted here when it needs to be), for `why`.
+    pub fn new(raw_path: &str, why: impl Into<String>) -> Self {
         Skipped {
             path: quote_text(raw_path).into_owned(),
             why: why.into(),
@@ -60,7 +102,7 @@ impl Skipped {
 
 /// The note listing skipped paths, or nothing. Sorted, so the same tree
 /// always gives the same note; at most [`MAX_NAMED_SKIPS`] named.
-pub(crate) fn skipped_note(skipped: &mut [Skipped]) -> String {
+pub fn skipped_note(skipped: &mut [Skipped]) -> String {
     if skipped.is_empty() {
         return String::new();
     }
@@ -85,9 +127,10 @@ pub(crate) fn skipped_note(skipped: &mut [Skipped]) -> String {
 }
 
 /// A regular file the walk found (by its directory entry; the visitor opens
-/// it through `dir` with [`open_regular_at`], which checks again), or a
+/// it through `dir` with
+/// [`open_regular_at`](agent_tools_confine::open_regular_at), which checks again), or a
 /// directory when the walk visits those too ([`Walk::visit_dirs`]).
-pub(crate) struct FileEntry<'a> {
+pub struct FileEntry<'a> {
     /// The directory holding it.
     pub dir: &'a Dir,
     /// Whether it is a directory (only when directories are visited).
@@ -102,25 +145,33 @@ pub(crate) struct FileEntry<'a> {
 
 /// What a visitor tells the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
+pub enum Flow {
+    /// Go on.
     Continue,
     /// Stop the whole walk (a budget was reached).
     Quit,
 }
 
 /// What a walk gathered.
-pub(crate) struct Walked<T> {
+pub struct Walked<T> {
+    /// What the visitors gathered.
     pub found: Vec<T>,
+    /// What the walk and the visitors could not look at.
     pub skipped: Vec<Skipped>,
     /// The cancel flag was seen: `found` is partial.
     pub cancelled: bool,
 }
 
 /// The walk's settings.
-pub(crate) struct Walk<'a> {
+pub struct Walk<'a> {
+    /// The workspace walked in.
     pub workspace: &'a Workspace,
+    /// The directory walked.
     pub base: &'a ConfinedPath,
+    /// Honour `.ignore`, `.gitignore`, `.git/info/exclude` and the global
+    /// excludes, and skip `.git/`.
     pub respect_gitignore: bool,
+    /// Checked at every directory and file: once set, the walk stops.
     pub cancel: &'a AtomicBool,
     /// Visit directories too (before their contents are read), not only
     /// regular files.
@@ -135,8 +186,10 @@ pub(crate) struct Walk<'a> {
 }
 
 /// Per-thread output of the walk.
-pub(crate) struct Sink<T> {
+pub struct Sink<T> {
+    /// What the visitor gathered.
     pub found: Vec<T>,
+    /// What the visitor could not look at.
     pub skipped: Vec<Skipped>,
 }
 
@@ -144,7 +197,7 @@ impl Walk<'_> {
     /// Walks the base directory, calling `visit` on every regular file the
     /// policy lets through. Each worker thread keeps its own state (`init`)
     /// and output, merged once at the end.
-    pub(crate) fn run<T, S, I, V>(&self, init: I, visit: V) -> ToolResult<Walked<T>>
+    pub fn run<T, S, I, V>(&self, init: I, visit: V) -> ToolResult<Walked<T>>
     where
         T: Send,
         I: Fn() -> S + Sync,
@@ -167,7 +220,7 @@ impl Walk<'_> {
     /// opened beneath the base one component at a time without following
     /// symlinks; `Ok(None)` when one cannot be (the tree changed: the
     /// caller walks the whole base instead).
-    pub(crate) fn run_within<T, S, I, V>(
+    pub fn run_within<T, S, I, V>(
         &self,
         starts: &[String],
         init: I,
@@ -305,7 +358,7 @@ impl Walk<'_> {
             None => format!("{}/", base.abs().to_string_lossy().trim_end_matches('/')),
         };
         let global = if self.respect_gitignore {
-            agent_tools_index::global_rules(agent_tools_index::global_excludes_bytes().as_deref())
+            global_rules(global_excludes_bytes().as_deref())
         } else {
             None
         };
@@ -500,14 +553,14 @@ impl Shared<'_> {
         }
 
         let ignore = if self.respect_gitignore {
-            let names = NamesSeen::of(&entries);
+            let names = names_seen(&entries);
             if names.any() {
                 ignore_level(
                     &dir,
                     job.ignore,
                     &job.anchor_rel,
                     &mut sink.skipped,
-                    Some((&names, &shown_dir)),
+                    Some((names, &shown_dir)),
                 )
             } else {
                 job.ignore
@@ -591,134 +644,53 @@ impl Shared<'_> {
 
     /// Git's precedence over the ignore files of `ignore`'s levels and the
     /// global excludes (one rule for the walk and the index; see
-    /// `agent_tools_index::is_ignored`).
+    /// [`is_ignored`]).
     fn is_ignored(&self, ignore: Option<&RuleLevel>, anchor_rel: &str, is_dir: bool) -> bool {
-        agent_tools_index::is_ignored(ignore, self.global.as_ref(), anchor_rel, is_dir)
+        is_ignored(ignore, self.global.as_ref(), anchor_rel, is_dir)
     }
 }
 
-/// Which of the names that matter for ignoring a directory holds.
-struct NamesSeen {
-    ignore: bool,
-    gitignore: bool,
-    git: Option<FileKind>,
-}
-
-impl NamesSeen {
-    fn of(entries: &[(String, FileKind)]) -> NamesSeen {
-        let mut seen = NamesSeen {
-            ignore: false,
-            gitignore: false,
-            git: None,
-        };
-        for (name, kind) in entries {
-            match name.as_str() {
-                ".ignore" => seen.ignore = true,
-                ".gitignore" => seen.gitignore = true,
-                ".git" => seen.git = Some(*kind),
-                _ => {}
-            }
+/// Which rule files a directory's listing holds.
+fn names_seen(entries: &[(String, FileKind)]) -> RuleNames {
+    let mut seen = RuleNames::default();
+    for (name, kind) in entries {
+        match name.as_str() {
+            ".ignore" => seen.ignore = true,
+            ".gitignore" => seen.gitignore = true,
+            ".git" => seen.git = Some(*kind),
+            _ => {}
         }
-        seen
     }
-
-    fn any(&self) -> bool {
-        self.ignore || self.gitignore || self.git.is_some()
-    }
+    seen
 }
 
 /// Reads the ignore files of `dir` (those `names` lists, or all candidates
-/// when not known) and links them over `parent`. Returns `parent` itself
-/// when the directory adds nothing.
+/// when not known) and links them over `parent`, with a note for each one
+/// skipped. Returns `parent` itself when the directory adds nothing.
 fn ignore_level(
     dir: &Dir,
     parent: Option<Arc<RuleLevel>>,
     anchor_rel: &str,
     skipped: &mut Vec<Skipped>,
-    names: Option<(&NamesSeen, &str)>,
+    names: Option<(RuleNames, &str)>,
 ) -> Option<Arc<RuleLevel>> {
-    let (want_ignore, want_gitignore, git_kind) = match names {
-        Some((names, _)) => (names.ignore, names.gitignore, names.git),
-        None => (
-            true,
-            true,
-            dir.symlink_metadata(".git")
-                .ok()
-                .map(|m| FileKind::of(m.file_type())),
-        ),
-    };
     let shown_dir = match names {
-        Some((_, shown)) => shown.to_string(),
-        None => anchor_rel.to_string(),
+        Some((_, shown)) => shown,
+        None => anchor_rel,
     };
-    let mut load = |dir: &Dir, name: &str, shown: String| -> Option<Gitignore> {
-        match read_ignore_file(dir, Path::new(name)) {
-            Ok(rules) => rules,
-            Err(why) => {
-                skipped.push(Skipped::new(&shown, why));
-                None
-            }
-        }
-    };
-    let ignore = if want_ignore {
-        load(dir, ".ignore", join(&shown_dir, ".ignore"))
-    } else {
-        None
-    };
-    let gitignore = if want_gitignore {
-        load(dir, ".gitignore", join(&shown_dir, ".gitignore"))
-    } else {
-        None
-    };
-    let exclude = if git_kind == Some(FileKind::Directory) {
-        let info = open_subdir(dir, OsStr::new(".git"))
-            .and_then(|git| open_subdir(&git, OsStr::new("info")));
-        match info {
-            Ok(info) => load(&info, "exclude", join(&shown_dir, ".git/info/exclude")),
-            Err(_) => None,
-        }
-    } else {
-        None
-    };
-    RuleLevel::link(
-        parent,
+    rules::read_level(
+        dir,
         anchor_rel,
-        [ignore, gitignore, exclude],
-        git_kind.is_some(),
+        parent,
+        names.map(|(names, _)| names),
+        &mut |name, why| skipped.push(Skipped::new(&join(shown_dir, name), why)),
     )
-}
-
-/// Reads one ignore file through `dir`: a regular file, not through a
-/// symlink, at most [`MAX_IGNORE_FILE_BYTES`]. `Ok(None)` when it is absent;
-/// `Err(why)` when it is there but was skipped.
-fn read_ignore_file(dir: &Dir, name: &Path) -> Result<Option<Gitignore>, String> {
-    let (file, _) = match open_regular_at(dir, name) {
-        Ok(opened) => opened,
-        Err(OpenRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None);
-        }
-        Err(OpenRegularError::Io(err)) => return Err(format!("ignore file not read: {err}")),
-        Err(OpenRegularError::NotRegular(kind)) => {
-            return Err(format!("ignore file not read: it is {kind}"));
-        }
-    };
-    let bytes = crate::read_bounded(file, MAX_IGNORE_FILE_BYTES, 0)
-        .map_err(|err| format!("ignore file not read: {err}"))?
-        .ok_or_else(|| {
-            format!("ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes")
-        })?;
-    Ok(Some(agent_tools_index::rules_from_bytes(&bytes)))
 }
 
 /// Opens the subdirectory `name` of `dir`: one component, beneath `dir`,
 /// not following a symlink, non-blocking.
-pub(crate) fn open_subdir(dir: &Dir, name: &OsStr) -> std::io::Result<Dir> {
-    let mut options = OpenOptions::new();
-    options
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    let file = dir.open_with(name, &options)?;
-    Ok(Dir::from_std_file(file.into_std()))
+pub fn open_subdir(dir: &Dir, name: &OsStr) -> std::io::Result<Dir> {
+    beneath::open_subdir(dir, name)
 }
 
 fn or_dot(path: &str) -> &str {
@@ -744,11 +716,6 @@ fn raw_slash(path: &Path) -> String {
         .join("/")
 }
 
-/// The directory part of a `/`-separated path (`""` at the top).
-fn parent_of(path: &str) -> &str {
-    path.rfind('/').map_or("", |at| &path[..at])
-}
-
 /// Visits a list of files (root-relative paths from the workspace index,
 /// sorted) instead of walking: up to 32 files of one directory are a unit
 /// of work, their directory opened once beneath `root` and each file then
@@ -756,7 +723,7 @@ fn parent_of(path: &str) -> &str {
 /// uses, each with its own state (`init`) and output, merged once at the
 /// end. `visit` gets the directory, the file's name and its path;
 /// returning [`Flow::Quit`] stops every thread.
-pub(crate) fn visit_listed<T, S, I, V>(root: &Dir, paths: &[String], init: I, visit: V) -> Sink<T>
+pub fn visit_listed<T, S, I, V>(root: &Dir, paths: &[String], init: I, visit: V) -> Sink<T>
 where
     T: Send,
     I: Fn() -> S + Sync,
@@ -799,7 +766,7 @@ where
                     let opened = if dir_rel.is_empty() {
                         root.try_clone()
                     } else {
-                        root.open_dir(dir_rel)
+                        beneath::open_dir(root, dir_rel)
                     };
                     let dir = match opened {
                         Ok(dir) => dir,

@@ -76,33 +76,35 @@ impl EcmaMatcher {
         &self.regex
     }
 
-    /// The workspace index's trigram query for this regex: a file whose
-    /// trigrams fail it holds no line regress matches. Built only when
-    /// regex-syntax reads the pattern as regress does (as for the
-    /// prefilter); otherwise every file passes.
+    /// The pattern as a regex-syntax expression fit for a trigram index's
+    /// query: a file whose trigrams fail the query built from it holds no
+    /// line regress matches. `None` when regex-syntax does not read the
+    /// pattern as regress does (as for the prefilter): then nothing may be
+    /// narrowed and every file passes.
     ///
     /// Soundness, on top of the prefilter's: every non-ASCII character of
     /// the pattern, and every class with a non-ASCII member, is widened to
     /// "any character". That covers ECMAScript's case folding (under which
-    /// an ASCII character only meets its ASCII case partner, which the
+    /// an ASCII character only meets its ASCII case partner, which an
     /// index's ASCII folding already equates, while a non-ASCII one may
     /// meet other non-ASCII forms), classes whose non-ASCII members differ
     /// between the dialects (`\s` holds U+FEFF only in ECMAScript), and
     /// lines that are not UTF-8, which are matched as decoded with U+FFFD
     /// for their invalid bytes (ASCII bytes decode as themselves).
-    /// Anchors and `\b` match no character, so the query ignores them.
-    pub(crate) fn trigram_query(&self) -> agent_tools_index::Query {
+    /// Anchors and `\b` match no character, so a query may ignore them.
+    ///
+    /// The expression rather than the query itself, so that this engine
+    /// and the workspace index need not know each other: regex-syntax's
+    /// `Hir` is the language both already speak.
+    pub fn trigram_hir(&self) -> Option<Hir> {
         if !self.regex.same_in_rust() {
-            return agent_tools_index::Query::All;
+            return None;
         }
         let parsed = regex_syntax::ParserBuilder::new()
             .multi_line(true)
             .build()
             .parse(self.regex.pattern());
-        match parsed {
-            Ok(hir) => agent_tools_index::regex_query(&ascii_only(&hir)),
-            Err(_) => agent_tools_index::Query::All,
-        }
+        parsed.ok().map(|hir| ascii_only(&hir))
     }
 
     /// Whether lines are skipped by literal before the regex runs.

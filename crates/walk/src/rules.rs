@@ -1,14 +1,18 @@
-//! Which paths the index holds: the rules of the file tools' own walk with
-//! ignore files respected. Hidden files are kept; `.ignore`, `.gitignore`,
+//! The ignore rules, one set for the file tools' walk with ignore files
+//! respected and for the paths the workspace index holds. Hidden files are kept; `.ignore`, `.gitignore`,
 //! `.git/info/exclude` and the user's global excludes are honoured with
 //! git's precedence (even outside a repository); a directory named `.git`
 //! is never entered; symlinks are never followed; only directories and
 //! regular files with UTF-8 names count. Matching is the `ignore` crate's
 //! gitignore matcher, fed with the bytes of ignore files read here.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::Arc;
+
+use agent_tools_confine::{FileKind, OpenRegularError, open_regular_at};
 
 use cap_std::fs::Dir;
 
@@ -17,13 +21,14 @@ use ignore::Match;
 use crate::beneath;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// An ignore file larger than this is not read. The file tools' walk skips
-/// such a file with a note, which the index cannot repeat, so a tree that
-/// has one is served by scanning (see [`crate::Anomaly`]).
+/// An ignore file larger than this is not read: real ones are a few
+/// kilobytes, and reading one is done before any file of its directory is
+/// visited. The walk skips such a file with a note, which the index cannot
+/// repeat, so the index serves a tree that has one by scanning.
 pub const MAX_IGNORE_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The names in a directory that change how its subtree is ignored.
-pub(crate) const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
+pub const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
 
 /// The ignore rules of one directory, linked to those of its parents. The
 /// file tools' walk and the index both decide with these, so the two agree
@@ -46,44 +51,103 @@ pub struct RuleLevel {
 /// note (an ignore file that is not a regular file, or too large, or
 /// unreadable).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RuleTrouble {
+pub struct RuleTrouble {
+    /// The ignore file's path relative to where matching is anchored.
     pub path: String,
 }
 
 /// Reads the rules of the directory open as `dir` (root-relative
 /// `dir_rel`) and links them over `parent`. Returns `parent` when it adds
 /// nothing. Every rule file is opened beneath the directory's descriptor.
-pub(crate) fn level_for(
+pub fn level_for(
     dir: &Dir,
     dir_rel: &str,
     parent: Option<Arc<RuleLevel>>,
     troubles: &mut Vec<RuleTrouble>,
 ) -> Option<Arc<RuleLevel>> {
-    let mut load = |name: &str| match read_rules(dir, name) {
+    read_level(dir, dir_rel, parent, None, &mut |name, _why| {
+        troubles.push(RuleTrouble {
+            path: join(dir_rel, name),
+        });
+    })
+}
+
+/// Which of the names that matter for ignoring a directory its listing
+/// holds, when the caller has listed it already (so absent files are not
+/// looked for).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuleNames {
+    /// `.ignore` is there.
+    pub ignore: bool,
+    /// `.gitignore` is there.
+    pub gitignore: bool,
+    /// What `.git` is, when it is there.
+    pub git: Option<FileKind>,
+}
+
+impl RuleNames {
+    /// Whether any of them is there.
+    pub fn any(&self) -> bool {
+        self.ignore || self.gitignore || self.git.is_some()
+    }
+}
+
+/// The one reading of a directory's rules, for the walk and the index:
+/// its `.ignore`, `.gitignore` and (when `.git` and `.git/info` are real
+/// directories) `.git/info/exclude`, each opened beneath `dir` without
+/// following a symlink, linked over `parent` at `anchor_rel` (the
+/// directory's path relative to where matching is anchored). `names`, when
+/// given, says which of them the directory's listing holds; otherwise they
+/// are looked for. A rule file that is there but is not read (not a
+/// regular file, too large, unreadable) is skipped and told to `trouble`
+/// with its name below `dir` and why. Returns `parent` when the directory
+/// adds nothing.
+pub fn read_level(
+    dir: &Dir,
+    anchor_rel: &str,
+    parent: Option<Arc<RuleLevel>>,
+    names: Option<RuleNames>,
+    trouble: &mut dyn FnMut(&str, String),
+) -> Option<Arc<RuleLevel>> {
+    let names = names.unwrap_or_else(|| RuleNames {
+        ignore: true,
+        gitignore: true,
+        git: beneath::metadata(dir, ".git")
+            .ok()
+            .map(|meta| FileKind::of(meta.file_type())),
+    });
+    let mut load = |dir: &Dir, name: &str, shown: &str| match read_rules(dir, name) {
         Ok(rules) => rules,
-        Err(()) => {
-            troubles.push(RuleTrouble {
-                path: join(dir_rel, name),
-            });
+        Err(why) => {
+            trouble(shown, why);
             None
         }
     };
-    let ignore = load(".ignore");
-    let gitignore = load(".gitignore");
-    let git_meta = beneath::metadata(dir, ".git").ok();
-    // Read only when `.git` and `info` are real directories.
-    let exclude = if git_meta.as_ref().is_some_and(|m| m.is_dir())
-        && beneath::metadata(dir, ".git/info").is_ok_and(|m| m.is_dir())
-    {
-        load(".git/info/exclude")
+    let ignore = if names.ignore {
+        load(dir, ".ignore", ".ignore")
+    } else {
+        None
+    };
+    let gitignore = if names.gitignore {
+        load(dir, ".gitignore", ".gitignore")
+    } else {
+        None
+    };
+    let exclude = if names.git == Some(FileKind::Directory) {
+        let info = beneath::open_subdir(dir, OsStr::new(".git"))
+            .and_then(|git| beneath::open_subdir(&git, OsStr::new("info")));
+        match info {
+            Ok(info) => load(&info, "exclude", ".git/info/exclude"),
+            Err(_) => None,
+        }
     } else {
         None
     };
     RuleLevel::link(
         parent,
-        dir_rel,
+        anchor_rel,
         [ignore, gitignore, exclude],
-        git_meta.is_some(),
+        names.git.is_some(),
     )
 }
 
@@ -163,26 +227,28 @@ pub fn is_ignored(
     decided.is_ignore()
 }
 
-/// Reads one ignore file (`rel` beneath `dir`) without following a
-/// symlink: `Ok(None)` when it is absent, `Err(())` when it is there but is
-/// not a regular file, is larger than [`MAX_IGNORE_FILE_BYTES`] or cannot
-/// be read.
-fn read_rules(dir: &Dir, rel: &str) -> Result<Option<Gitignore>, ()> {
-    let file = match beneath::open_file(dir, rel) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(_) => return Err(()),
+/// Reads one ignore file, `name` in `dir`: a regular file, not through a
+/// symlink, at most [`MAX_IGNORE_FILE_BYTES`]. `Ok(None)` when it is
+/// absent; `Err(why)` when it is there but was skipped.
+fn read_rules(dir: &Dir, name: &str) -> Result<Option<Gitignore>, String> {
+    let (file, _) = match open_regular_at(dir, Path::new(name)) {
+        Ok(opened) => opened,
+        Err(OpenRegularError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(OpenRegularError::Io(err)) => return Err(format!("ignore file not read: {err}")),
+        Err(OpenRegularError::NotRegular(kind)) => {
+            return Err(format!("ignore file not read: it is {kind}"));
+        }
     };
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => {}
-        _ => return Err(()),
-    }
     let mut bytes = Vec::new();
     file.take(MAX_IGNORE_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|_| ())?;
+        .map_err(|err| format!("ignore file not read: {err}"))?;
     if bytes.len() as u64 > MAX_IGNORE_FILE_BYTES {
-        return Err(());
+        return Err(format!(
+            "ignore file not read: larger than {MAX_IGNORE_FILE_BYTES} bytes"
+        ));
     }
     Ok(Some(rules_from_bytes(&bytes)))
 }
@@ -230,7 +296,7 @@ pub fn global_rules(bytes: Option<&[u8]>) -> Option<Gitignore> {
 }
 
 /// `dir/name`, or `name` at the root.
-pub(crate) fn join(dir: &str, name: &str) -> String {
+pub fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
     } else {
@@ -239,17 +305,17 @@ pub(crate) fn join(dir: &str, name: &str) -> String {
 }
 
 /// The parent of a root-relative path (`""` for a top-level entry).
-pub(crate) fn parent_of(rel: &str) -> &str {
+pub fn parent_of(rel: &str) -> &str {
     rel.rfind('/').map_or("", |at| &rel[..at])
 }
 
 /// The last component of a root-relative path.
-pub(crate) fn name_of(rel: &str) -> &str {
+pub fn name_of(rel: &str) -> &str {
     rel.rfind('/').map_or(rel, |at| &rel[at + 1..])
 }
 
 /// Whether `rel` is `dir` or lies beneath it (every path lies beneath `""`).
-pub(crate) fn is_within(rel: &str, dir: &str) -> bool {
+pub fn is_within(rel: &str, dir: &str) -> bool {
     dir.is_empty()
         || (rel.starts_with(dir) && (rel.len() == dir.len() || rel.as_bytes()[dir.len()] == b'/'))
 }

@@ -172,28 +172,3 @@ fn invalid_utf8_lines_are_matched_as_decoded() {
     let found = matcher.find_at(haystack, 0).unwrap().unwrap();
     assert_eq!(found.start(), 3);
 }
-
-#[test]
-fn the_trigram_query_keeps_to_ascii_literals_both_dialects_read_alike() {
-    use agent_tools_index::{Query, regex_query};
-    let query = |pattern: &str, ci: bool| {
-        EcmaMatcher::new(EcmaRegex::new(pattern, ci).unwrap()).trigram_query()
-    };
-    let rust = |pattern: &str| regex_query(&regex_syntax::parse(pattern).unwrap());
-    // A plain literal narrows as the same literal would for grep; case
-    // folding is the index's own (ASCII).
-    assert_eq!(query("alpha", false), rust("alpha"));
-    assert_eq!(query("ALPHA", true), rust("alpha"));
-    // Read differently by the two dialects: no narrowing.
-    assert_eq!(query(r"(a)\1alpha", false), Query::All);
-    // A non-ASCII character is any character: "naïve" requires only the
-    // trigrams of its ASCII runs around it, under either case mode.
-    assert_eq!(query("naïveté", true), rust("na.vet."));
-    assert_eq!(query("ïé", false), Query::All);
-    assert_eq!(query("xnaïvety", false), rust("xna.vety"));
-    // `\s` holds U+FEFF in ECMAScript only: widened, it requires nothing
-    // across it.
-    assert_eq!(query(r"abc\sdef", false), rust("abc.def"));
-    // U+FFFD also stands for the invalid bytes of a line not in UTF-8.
-    assert_eq!(query(r"abc\uFFFDdef", false), rust("abc.def"));
-}

@@ -1,5 +1,5 @@
 //! Opening and looking at paths beneath a directory descriptor, never by
-//! absolute name, as the file tools' walk does.
+//! absolute name: the primitives of the walk and of the workspace index.
 //!
 //! The index once stat-ed, listed and read by absolute path: a directory
 //! swapped for a symlink between the check and the listing was listed
@@ -11,9 +11,11 @@
 //! moment, nothing outside is reached: a swapped component makes the lookup
 //! fail, and the event of the swap brings the path up to date.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use cap_std::fs::Dir;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -54,30 +56,47 @@ fn open_by_components(
     let mut parts = rel.split('/').peekable();
     let mut at: Option<OwnedFd> = None;
     while let Some(part) = parts.next() {
-        if part.is_empty() || part == "." || part == ".." {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        }
         let from = at.as_ref().map_or(base, AsFd::as_fd);
         let last = parts.peek().is_none();
-        let step = if last {
-            flags
-        } else {
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
-        };
-        at = Some(rustix::fs::openat(from, part, step, Mode::empty())?);
+        let step = if last { flags } else { OFlags::DIRECTORY };
+        at = Some(open_component(from, OsStr::new(part), step)?);
     }
     at.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
+/// Opens the entry `name` of `dir` with `flags` (read-only, never following
+/// a symlink): one component, so it cannot leave `dir`. An empty name, `.`,
+/// `..` or a name holding `/` is refused.
+fn open_component(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &OsStr,
+    flags: OFlags,
+) -> io::Result<OwnedFd> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let flags = flags | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+}
+
+/// The subdirectory `name` (one component) of `dir`, as a handle to list
+/// from: never through a symlink, and without blocking should a FIFO have
+/// taken the directory's place.
+pub fn open_subdir(dir: impl AsFd, name: &OsStr) -> io::Result<Dir> {
+    let fd = open_component(dir.as_fd(), name, OFlags::DIRECTORY | OFlags::NONBLOCK)?;
+    Ok(Dir::from_std_file(File::from(fd)))
+}
+
 /// The directory at `rel` beneath `base`, as a handle to list from.
-pub(crate) fn open_dir(base: impl AsFd, rel: &str) -> io::Result<Dir> {
+pub fn open_dir(base: impl AsFd, rel: &str) -> io::Result<Dir> {
     let fd = open(base, rel, OFlags::DIRECTORY)?;
     Ok(Dir::from_std_file(File::from(fd)))
 }
 
 /// The file at `rel` beneath `base`, opened for reading without blocking
 /// on a FIFO and without taking a terminal.
-pub(crate) fn open_file(base: impl AsFd, rel: &str) -> io::Result<File> {
+pub fn open_file(base: impl AsFd, rel: &str) -> io::Result<File> {
     Ok(File::from(open(
         base,
         rel,
@@ -87,7 +106,7 @@ pub(crate) fn open_file(base: impl AsFd, rel: &str) -> io::Result<File> {
 
 /// What `rel` beneath `base` is, without following a symlink (a symlink
 /// is reported as one).
-pub(crate) fn metadata(base: impl AsFd, rel: &str) -> io::Result<std::fs::Metadata> {
+pub fn metadata(base: impl AsFd, rel: &str) -> io::Result<std::fs::Metadata> {
     File::from(open(base, rel, OFlags::PATH)?).metadata()
 }
 

@@ -25,7 +25,7 @@
 //! writes where old_string wrote them otherwise.
 //!
 //! ```
-//! use agent_tools_fs::tolerant::{Verdict, locate};
+//! use agent_tools_tolerant::{Verdict, locate};
 //!
 //! let file = "a = 1\n    b  = 2\n";
 //! let Verdict::Unique(found) = locate(file, "    b = 2", "    b = 3", "\n") else {
@@ -34,6 +34,12 @@
 //! assert_eq!(found.lines.to_string(), "line 2");
 //! assert_eq!(found.apply(file), "a = 1\n    b = 3\n");
 //! ```
+//!
+//! Pure text: nothing here reads a file or knows the tools; the file tools
+//! (`agent-tools-fs`) and the surfaces' edit tools call [`locate`] on text
+//! they have read.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::fmt;
 use std::ops::Range;
@@ -46,11 +52,11 @@ mod normal;
 mod style;
 
 pub use lines::count_newlines;
-pub(crate) use lines::line_numbers;
+pub use lines::line_numbers;
 
 use indent::{IndentMap, unit_of};
 
-pub(crate) use explain::ordinal;
+pub use explain::ordinal;
 use lines::{LineTable, SplitLines};
 use near::{Inputs, Near, Sieve};
 pub(crate) use normal::is_word;

@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
-//! use agent_tools_fs::ecma::{EcmaBudget, EcmaRegex, Template};
+//! use agent_tools_ecma::{EcmaBudget, EcmaRegex, Template};
 //!
 //! let regex = EcmaRegex::new("^(.*)$", false).unwrap();
 //! let template = Template::parse("\"$1\"");
@@ -39,12 +39,18 @@
 //! template.expand_into(&first, text, &mut out);
 //! assert_eq!(out, "\"one\"");
 //! ```
+//!
+//! The engine alone: it reads no file. [`EcmaMatcher`] is a
+//! `grep_matcher::Matcher`, so ripgrep's `grep-searcher` drives it over
+//! files (the file tools do, in `agent-tools-fs`), as ripgrep drives its
+//! PCRE2 matcher.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod bounded;
 mod cost;
 mod linear;
 mod matcher;
-mod search;
 mod shape;
 mod template;
 
@@ -57,7 +63,6 @@ use cost::Extent;
 use linear::Linear;
 
 pub use matcher::{EcmaMatcher, LineMatcher, LinesOverBudget, SearchRun};
-pub use search::{BINARY_PROBE_BYTES, EcmaSearch, FileLines, FoundLine, SearchFound};
 pub use template::Template;
 
 /// The longest pattern accepted, in bytes.
@@ -181,17 +186,6 @@ pub enum EcmaStop {
     /// The call was cancelled.
     #[error("call cancelled")]
     Cancelled,
-}
-
-impl From<EcmaStop> for agent_tools_error::ToolError {
-    fn from(stop: EcmaStop) -> agent_tools_error::ToolError {
-        use agent_tools_error::{ErrorCode, ToolError};
-        match stop {
-            EcmaStop::Cancelled => crate::cancelled(),
-            EcmaStop::CallTime { .. } => ToolError::new(ErrorCode::Timeout, stop.to_string()),
-            EcmaStop::OverBudget { .. } => ToolError::new(ErrorCode::TooLarge, stop.to_string()),
-        }
-    }
 }
 
 /// One match: its range and its groups' (byte offsets).

@@ -76,7 +76,7 @@ fn code_points(text: &str) -> String {
 }
 
 /// `1st`, `2nd`, `3rd`, `11th`: how messages name a line of old_string.
-pub(crate) fn ordinal(n: usize) -> String {
+pub fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",
