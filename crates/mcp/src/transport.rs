@@ -480,6 +480,10 @@ struct Inbox {
     /// Passed on before anything waiting: cancellations, pings, the
     /// client's responses.
     urgent: VecDeque<ClientJsonRpcMessage>,
+    /// A message read at once because nothing waited (see
+    /// `Link::admit_now`), next in order after the urgent ones. One at
+    /// most: while it is here, lines wait in the queue as raw bytes.
+    ready: Option<ClientJsonRpcMessage>,
     /// Lines in the order read; a request cancelled while here leaves a
     /// hole (its bytes are given back at once, its entry when it leaves).
     waiting: VecDeque<Option<Waiting>>,
@@ -525,6 +529,11 @@ impl Inbox {
 
     /// Takes request `id` out of the queue; false when it is not here.
     fn cancel(&mut self, id: &RequestId) -> bool {
+        if matches!(&self.ready, Some(JsonRpcMessage::Request(request)) if request.id == *id) {
+            // Its count of unanswered requests goes with it.
+            self.ready = None;
+            return true;
+        }
         let Some(number) = self.by_id.remove(id) else {
             return false;
         };
@@ -688,13 +697,13 @@ impl Link {
         }
         {
             let inbox = lock(&self.inbox);
-            if !inbox.waiting.is_empty() || inbox.urgent.len() >= URGENT_LIMIT {
+            if !inbox.waiting.is_empty() || inbox.ready.is_some() {
                 return false;
             }
         }
         if let Some(message) = self.parse(text) {
             // Nothing waits, so this is the next message in order.
-            lock(&self.inbox).urgent.push_back(message);
+            lock(&self.inbox).ready = Some(message);
             self.flow.notify();
         }
         true
@@ -759,6 +768,10 @@ impl Link {
     fn next_message(&self) -> Next {
         let mut inbox = lock(&self.inbox);
         if let Some(message) = inbox.urgent.pop_front() {
+            return Next::Message(message);
+        }
+        // Admitted when it was read.
+        if let Some(message) = inbox.ready.take() {
             return Next::Message(message);
         }
         // After the end every call is cancelled, so what still waits is
