@@ -926,12 +926,13 @@ impl Link {
                 }
                 return None;
             }
-            ClientRequest::CallToolRequest(call) if named.is_none() => {
-                if self.answer_brief(&request.id, &mut call.params, text.len()) {
-                    return None;
-                }
-            }
             _ => {}
+        }
+        if named.is_none()
+            && let ClientRequest::CallToolRequest(call) = &mut request.request
+            && self.answer_brief(&request.id, &mut call.params, text.len())
+        {
+            return None;
         }
         if let Some(version) = named
             && self.flow.opened_with_initialize.load(Ordering::Acquire)
