@@ -346,8 +346,8 @@ fn a_write_of_max_file_bytes_fits_the_frame_however_escaped() {
     );
 }
 
-/// A brief call is answered by the transport itself unless it carries
-/// metadata; either way the client must get the same answer.
+/// A brief call is answered by the transport itself, with or without
+/// metadata; the client must get the same answer either way.
 #[test]
 fn a_brief_call_gets_the_same_answer_with_or_without_metadata() {
     let dir = workspace();
