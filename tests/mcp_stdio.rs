@@ -346,8 +346,8 @@ fn a_write_of_max_file_bytes_fits_the_frame_however_escaped() {
     );
 }
 
-/// A brief call is answered by the transport itself unless it carries
-/// metadata; either way the client must get the same answer.
+/// A brief call is answered by the transport itself, with or without
+/// metadata; the client must get the same answer either way.
 #[test]
 fn a_brief_call_gets_the_same_answer_with_or_without_metadata() {
     let dir = workspace();
@@ -1141,4 +1141,178 @@ fn a_request_of_millions_of_values_is_refused_before_it_is_parsed() {
     );
     assert!(is_error, "{text}");
     assert!(!text.contains("JSON values"), "{text}");
+}
+
+/// Arguments that make `tool` of a surface brief and succeed on
+/// [`workspace`] (at `root`, canonical).
+fn brief_args(surface: &str, tool: &str, root: &std::path::Path) -> Value {
+    let file = root.join("src/main.rs");
+    match (surface, tool) {
+        ("agent-tools", _) => json!({"path": "src/main.rs"}),
+        (_, "Read") => json!({"file_path": file}),
+        (_, "read_multiple_files") => json!({"paths": [file, root.join("README.md")]}),
+        (_, "list_directory") => json!({"path": root.join("src")}),
+        (_, "list_allowed_directories") => json!({}),
+        _ => json!({"path": file}),
+    }
+}
+
+/// One `tools/call` with id 5 and `meta` as its `_meta`, sent raw; the
+/// response line as written.
+fn call_line(client: &mut McpClient, name: &str, args: &Value, meta: Option<&Value>) -> String {
+    let mut params = json!({"name": name, "arguments": args});
+    if let Some(meta) = meta {
+        params["_meta"] = meta.clone();
+    }
+    let request = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params});
+    client.send_raw(format!("{request}\n").as_bytes());
+    client.next_line()
+}
+
+/// Every brief tool of every surface gets the same bytes whichever way its
+/// call goes: run by the transport (plain, or with `_meta` such as a
+/// progress token) or by the protocol library (a request naming the
+/// session's version in `_meta`, which the library checks), and its
+/// answer is right.
+#[test]
+fn every_brief_tool_of_every_surface_answers_the_same_bytes_either_way() {
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    let expected = [
+        ("agent-tools", &["read_file"][..]),
+        ("codex", &[]),
+        (
+            "filesystem",
+            &[
+                "read_file",
+                "read_multiple_files",
+                "list_directory",
+                "get_file_info",
+                "list_allowed_directories",
+            ],
+        ),
+        ("claude-code", &["Read"]),
+    ];
+    let metas = [
+        None,
+        Some(json!({"progressToken": "p1"})),
+        Some(json!({"progressToken": 7, "vendor/extra": {"a": [1, 2]}})),
+        // Through the library: it reads the version a request names.
+        Some(json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18"})),
+    ];
+    for choice in agent_tools_mcp::surfaces() {
+        let surface = choice.name();
+        let tools = choice
+            .open(agent_tools::Config::builder(&root).build().unwrap())
+            .unwrap();
+        let brief: Vec<&str> = tools
+            .list_tools()
+            .iter()
+            .map(|tool| tool.name())
+            .filter(|name| {
+                let args = brief_args(surface, name, &root);
+                tools.is_brief(name, args.as_object().unwrap())
+            })
+            .collect();
+        let (_, want) = expected.iter().find(|(name, _)| *name == surface).unwrap();
+        assert_eq!(brief, *want, "the brief tools of {surface}");
+        let mut client = McpClient::start_guarded(&root, &["--surface", surface]);
+        for name in brief {
+            let args = brief_args(surface, name, &root);
+            let lines: Vec<String> = metas
+                .iter()
+                .map(|meta| call_line(&mut client, name, &args, meta.as_ref()))
+                .collect();
+            for (line, meta) in lines.iter().zip(&metas).skip(1) {
+                assert_eq!(line, &lines[0], "{surface} {name} with _meta {meta:?}");
+            }
+            let reply: Value = serde_json::from_str(&lines[0]).unwrap();
+            let (is_error, text) = McpClient::call_result(&reply);
+            assert!(!is_error, "{surface} {name}: {text}");
+            let right = match name {
+                "list_directory" => text.contains("main.rs"),
+                "list_allowed_directories" => text.contains(root.to_str().unwrap()),
+                "get_file_info" => text.contains("size"),
+                _ => text.contains("println!(\"hi\");"),
+            };
+            assert!(right, "{surface} {name}: {text}");
+            assert!(reply["result"].get("resultType").is_none(), "{reply}");
+        }
+    }
+}
+
+/// Results have the shape of the version negotiated at `initialize`,
+/// whichever way a call goes. A client asking for 2026-07-28 (which has no
+/// `initialize`) or an unknown later version is answered with 2025-11-25;
+/// rmcp's handler shaped its own results for the version asked for, so
+/// calls it answered carried `resultType` while the transport's did not.
+/// A request naming a version in its `_meta` is answered in that version.
+#[test]
+fn results_have_the_shape_of_the_negotiated_version() {
+    let dir = workspace();
+    let asked_and_negotiated = [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+    ];
+    let args = ["--root".to_owned(), dir.path().to_str().unwrap().to_owned()];
+    for (asked, negotiated) in asked_and_negotiated {
+        let mut client = McpClient::start_bare(&args).guarded();
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": asked,
+                "capabilities": {},
+                "clientInfo": {"name": "test-client", "version": "0"}
+            }),
+        );
+        assert_eq!(
+            init["result"]["protocolVersion"],
+            json!(negotiated),
+            "{init}"
+        );
+        client.notify("notifications/initialized", json!({}));
+        let read = json!({"path": "src/main.rs"});
+        let session = json!({"io.modelcontextprotocol/protocolVersion": negotiated});
+        let brief = call_line(&mut client, "read_file", &read, None);
+        let library = call_line(&mut client, "read_file", &read, Some(&session));
+        assert_eq!(brief, library, "asked {asked}");
+        let replies = [
+            serde_json::from_str(&brief).unwrap(),
+            client.request(
+                "tools/call",
+                json!({"name": "glob", "arguments": {"pattern": "**/*.rs"}}),
+            ),
+            client.request(
+                "tools/call",
+                json!({"name": "no_such_tool", "arguments": {}}),
+            ),
+            client.request("tools/call", json!({"name": "read_file", "arguments": "x"})),
+            client.request("tools/list", json!({})),
+        ];
+        for reply in replies {
+            let result = &reply["result"];
+            assert!(result.is_object(), "asked {asked}: {reply}");
+            assert!(result.get("resultType").is_none(), "asked {asked}: {reply}");
+        }
+        // A request naming 2026-07-28 itself, with the metadata that
+        // version asks of a request, gets that version's shape.
+        let own = client.request(
+            "tools/call",
+            json!({"name": "read_file", "arguments": read, "_meta": stateless_meta()}),
+        );
+        assert_eq!(own["result"]["resultType"], json!("complete"), "{own}");
+        // And the session's requests after it keep the session's shape.
+        let after: Value = serde_json::from_str(&call_line(
+            &mut client,
+            "glob",
+            &json!({"pattern": "*.md"}),
+            None,
+        ))
+        .unwrap();
+        assert!(after["result"].get("resultType").is_none(), "{after}");
+    }
 }

@@ -1,19 +1,29 @@
-//! Sends arbitrary input through what the stdio transport does with a line
-//! before any server is involved: the JSON value count, the scan for `id`
-//! and `method` in a broken line, the read that sorts a line into a lane,
-//! and the fast lane's reading of a plain `tools/call`. None may panic,
-//! and the fast lane must take only lines that rmcp's types take too, read
-//! the same way (id, tool name, arguments, no metadata): the answer is then
-//! the same whichever path a line takes.
+//! Drives the stdio transport's framing on arbitrary input: the splitter
+//! that cuts stdin into lines of bounded size (fed in chunks of varying
+//! sizes, the way reads return), and what is learnt from a line before it
+//! is parsed (the JSON value count, the scan for `id` and `method` in a
+//! broken line, the head a line is sorted by). None may panic; every line
+//! within the limit must come out whole, a longer one as its start and
+//! marked oversized, and nothing may be held past the bounds.
 //! Run with `cargo +nightly fuzz run stdio_lines`.
 //!
-//! Input: the bytes of stdin; each line is checked on its own.
+//! Input: two bytes choose the frame limit (16 bytes to 64 KiB and over,
+//! so both the limit and the kept prefix are reached), four more the chunk
+//! sizes; the rest is the bytes of stdin.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for line in data.split(|&b| b == b'\n') {
-        agent_tools_mcp::check_line(line);
-    }
+    let Some((head, input)) = data.split_first_chunk::<6>() else {
+        return;
+    };
+    let limit = 16 + usize::from(u16::from_le_bytes([head[0], head[1]])) * 2;
+    let chunks = [
+        1 + usize::from(head[2]),
+        1 + usize::from(head[3]) * 64,
+        1 + usize::from(head[4]),
+        1 + usize::from(head[5]) * 512,
+    ];
+    agent_tools_mcp::check_input(input, limit, &chunks);
 });

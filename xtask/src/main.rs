@@ -70,7 +70,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub exe: Option<PathBuf>,
     /// Also time this agent-tools binary, in the same run, where a group
-    /// compares binaries (`writes`): a build of an earlier commit.
+    /// compares binaries (`writes`, `mcp`): a build of an earlier commit.
     #[arg(long, value_name = "FILE")]
     pub baseline_exe: Option<PathBuf>,
 }

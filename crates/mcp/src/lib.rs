@@ -42,13 +42,15 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
+mod framing;
 mod roots;
+pub mod shape;
 mod stdio;
 mod transport;
 mod watchdog;
 
 #[doc(hidden)]
-pub use transport::check_line;
+pub use framing::{check_input, check_line};
 use transport::{DirectCalls, Flow, FramedStdio};
 pub use transport::{SERVER_BUSY, ServerLimits};
 

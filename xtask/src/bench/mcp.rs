@@ -179,8 +179,20 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     if surface.call("read_file", &surface_args)? != text {
         bail!("read_file of the filesystem surface returned another text");
     }
+    let mut baseline = match &ctx.args.baseline_exe {
+        Some(exe) => Some(Client::start(exe, dir.path())?),
+        None => None,
+    };
+    if let Some(baseline) = baseline.as_mut()
+        && baseline.call("read_file", &args)? != first
+    {
+        bail!("read_file of the baseline binary returned another text");
+    }
     for _ in 0..100 {
         client.call("read_file", &args)?;
+        if let Some(baseline) = baseline.as_mut() {
+            baseline.call("read_file", &args)?;
+        }
         surface.call("read_file", &surface_args)?;
         if let Some((other, tool, other_args)) = other.as_mut() {
             other.call(tool, other_args)?;
@@ -199,10 +211,23 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         surface: &mut surface,
         surface_args: &surface_args,
         other: other.as_mut(),
+        baseline: baseline.as_mut(),
     };
-    let [mcp, on_surface, other_alone] = servers.measure(k, Some(CALL_GAP), BLOCK)?;
-    let [in_turn, _, other_in_turn] = servers.measure(k, Some(CALL_GAP), 1)?;
-    let [back_to_back, _, other_back_to_back] = servers.measure(k, None, 1)?;
+    let [mcp, on_surface, other_alone, baseline_alone] =
+        servers.measure(k, Some(CALL_GAP), BLOCK)?;
+    let [in_turn, _, other_in_turn, _] = servers.measure(k, Some(CALL_GAP), 1)?;
+    let [back_to_back, _, other_back_to_back, _] = servers.measure(k, None, 1)?;
+    // A flood: many calls sent at once, then every answer read; ours and
+    // the baseline in turn, so that both see the same machine.
+    let flood_calls = ctx.pick(2000, 500);
+    let mut floods: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for _ in 0..ctx.pick(10, 5) {
+        floods[0].push(flood(&mut client, &args, flood_calls)?);
+        if let Some(baseline) = baseline.as_mut() {
+            floods[1].push(flood(baseline, &args, flood_calls)?);
+        }
+    }
+    let [flood_ours, flood_baseline] = floods.map(Stats::of);
 
     surface.shutdown()?;
     let other_stats = other.map(|(other, _, _)| {
@@ -221,6 +246,9 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     }
     let ping = Stats::of(samples);
     client.shutdown()?;
+    if let Some(baseline) = baseline {
+        baseline.shutdown()?;
+    }
 
     // The same call in process: the floor under the transport.
     let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
@@ -337,6 +365,30 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
         }
     }
     table.row(
+        format!("a flood: {flood_calls} calls sent at once, until the last answer"),
+        median_mean(&flood_ours),
+        "—",
+        "—",
+    );
+    if ctx.args.baseline_exe.is_some() {
+        table.timed(
+            "round trip vs the baseline binary (same file, in turn by blocks)",
+            &mcp,
+            &baseline_alone,
+        );
+        table.row(
+            "round trip p99 vs the baseline's p99",
+            duration(mcp.quantile(0.99)),
+            duration(baseline_alone.quantile(0.99)),
+            ratio(mcp.quantile(0.99), baseline_alone.quantile(0.99)),
+        );
+        table.timed(
+            format!("a flood of {flood_calls} calls vs the baseline binary's"),
+            &flood_ours,
+            &flood_baseline,
+        );
+    }
+    table.row(
         "for reference: MCP `ping` round trip (transport only, no tool)",
         median_mean(&ping),
         "—",
@@ -379,6 +431,51 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     Ok(table)
 }
 
+/// Sends `calls` read_file requests at once (a writer thread, so that the
+/// server's answers are read meanwhile), reads every answer, and returns
+/// how long that took.
+fn flood(client: &mut Client, args: &Value, calls: usize) -> Result<Duration> {
+    let first = client.next_id;
+    client.next_id += calls as u64;
+    let mut batch = String::new();
+    for id in first..first + calls as u64 {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "read_file", "arguments": args}});
+        batch.push_str(&request.to_string());
+        batch.push('\n');
+    }
+    let mut stdin = client.stdin.take().context("stdin closed")?;
+    let started = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let written = stdin
+            .write_all(batch.as_bytes())
+            .and_then(|()| stdin.flush());
+        (stdin, written)
+    });
+    let mut answered = 0;
+    while answered < calls {
+        client.line.clear();
+        if client.stdout.read_line(&mut client.line)? == 0 {
+            bail!("the server closed stdout during a flood");
+        }
+        let message: Value = serde_json::from_str(&client.line)?;
+        let id = message.get("id").and_then(Value::as_u64);
+        if id.is_some_and(|id| id >= first && id < first + calls as u64) {
+            if message.get("result").is_none() {
+                bail!("a flooded call failed: {message}");
+            }
+            answered += 1;
+        }
+    }
+    let elapsed = started.elapsed();
+    let (stdin, written) = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the flood writer panicked"))?;
+    written?;
+    client.stdin = Some(stdin);
+    Ok(elapsed)
+}
+
 /// The servers measured call for call in turn.
 struct InTurn<'a> {
     client: &'a mut Client,
@@ -386,14 +483,16 @@ struct InTurn<'a> {
     surface: &'a mut Client,
     surface_args: &'a Value,
     other: Option<&'a mut (Client, String, Value)>,
+    /// `--baseline-exe`, on the same file with the same arguments.
+    baseline: Option<&'a mut Client>,
 }
 
 impl InTurn<'_> {
     /// `k` round trips of each server (ours, the filesystem surface, the
     /// other server), the servers taking turns by blocks of `block` calls
     /// (1: call by call), each call after `gap` when given.
-    fn measure(&mut self, k: usize, gap: Option<Duration>, block: usize) -> Result<[Stats; 3]> {
-        let mut samples: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(k));
+    fn measure(&mut self, k: usize, gap: Option<Duration>, block: usize) -> Result<[Stats; 4]> {
+        let mut samples: [Vec<Duration>; 4] = std::array::from_fn(|_| Vec::with_capacity(k));
         let mut done = 0;
         while done < k {
             let calls = block.clamp(1, k - done);
@@ -412,6 +511,9 @@ impl InTurn<'_> {
             timed(1, self.surface, "read_file", self.surface_args)?;
             if let Some((other, tool, other_args)) = self.other.as_deref_mut() {
                 timed(2, other, tool, other_args)?;
+            }
+            if let Some(baseline) = self.baseline.as_deref_mut() {
+                timed(3, baseline, "read_file", self.args)?;
             }
             done += calls;
         }
