@@ -3,8 +3,8 @@
 //! same engine as the default surface, answered in the shapes codex answers
 //! them (see SPEC section 10, "The codex surface").
 //!
-//! Both tools reuse the facade's own paths ([`agent_tools::apply_patch_text`]
-//! and [`agent_tools::run_command`]): confinement, all-or-nothing patches,
+//! Both tools reuse the facade's own paths ([`agent_tools_surface_default::apply_patch_text`]
+//! and [`agent_tools_surface_default::run_command`]): confinement, all-or-nothing patches,
 //! the launcher, timeouts, spill files and cancellation are the default
 //! surface's, only the wording differs.
 #![deny(missing_docs)]
@@ -15,10 +15,11 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use agent_tools::{
-    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, ErrorCode, Failure, Hints,
-    Reply, Services, StartupError, Surface, ToolDef, ToolResult,
+    CallContext, CallOutcome, Config, ErrorCode, Failure, Hints, Reply, StartupError, Surface,
+    ToolDef, ToolResult,
 };
 use agent_tools_patch::{Action, Report};
+use agent_tools_surface_default::{CommandLine, DefaultSurface, Services};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,7 +146,7 @@ impl Surface for CodexSurface {
 }
 
 fn apply_patch(services: &Services, args: ApplyPatchArgs, _: &CallContext) -> ToolResult<String> {
-    let (_, report) = agent_tools::apply_patch_text(services, &args.input)?;
+    let (_, report) = agent_tools_surface_default::apply_patch_text(services, &args.input)?;
     Ok(patch_summary(&report))
 }
 
@@ -186,7 +187,7 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
     // Leave room for the JSON around the output and the spill note.
     let budget = max_output.saturating_sub(1024).max(256);
     let started = Instant::now();
-    let result = agent_tools::run_command(
+    let result = agent_tools_surface_default::run_command(
         services,
         CommandLine::Argv(args.command),
         args.workdir.as_deref(),
@@ -202,7 +203,8 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
                 (Some(code), _) => code,
                 (None, signal) => signal_exit_code(signal.as_deref()),
             };
-            let note = agent_tools::sandbox_refusal_note(services.config(), &outcome);
+            let note =
+                agent_tools_surface_default::sandbox_refusal_note(services.config(), &outcome);
             let mut output = outcome.stdout;
             output.push_str(&outcome.stderr);
             if let Some(note) = note {
