@@ -20,9 +20,13 @@ use agent_tools::{
 };
 use agent_tools_patch::{Action, Report};
 use agent_tools_surface_default::{CommandLine, DefaultSurface, Services};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+
+use serde::Serialize;
 use serde_json::Value;
+
+mod args;
+
+use args::{ApplyPatchArgs, ShellArgs};
 
 /// The surface's name, as `--surface` takes it.
 pub const CODEX_SURFACE: &str = "codex";
@@ -59,32 +63,6 @@ the root when omitted) is where it runs. stdin is closed and the call waits for 
 end. timeout_ms defaults to 120000 and is capped by the server; on timeout the program and its \
 children are killed and the output so far is returned with exit code 124. Output beyond the \
 budget is saved complete under .agent-tools/spill/ and the file is named at the end of the output.";
-
-/// Arguments of `apply_patch`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ApplyPatchArgs {
-    /// The whole patch, from `*** Begin Patch` to `*** End Patch` (or a
-    /// unified diff).
-    input: String,
-}
-
-/// Arguments of `shell`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ShellArgs {
-    /// The program and its arguments, e.g. ["bash", "-lc", "ls -la"].
-    #[schemars(length(min = 1))]
-    command: Vec<String>,
-    /// The directory to run in, inside the workspace; the root when omitted.
-    #[serde(default)]
-    workdir: Option<String>,
-    /// Maximum run time in milliseconds (default 120000); larger values
-    /// are capped at the server's maximum.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    timeout_ms: Option<u64>,
-}
 
 impl Surface for CodexSurface {
     type State = Services;

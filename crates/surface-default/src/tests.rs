@@ -1,4 +1,6 @@
-use agent_tools::{AgentTools, Config, DispatchResult, ErrorCode};
+use agent_tools::{
+    AgentTools, CommandSandbox, Config, DispatchResult, ErrorCode, IndexSettings, Launcher,
+};
 
 use super::*;
 use serde_json::{Value, json};
@@ -211,7 +213,7 @@ fn a_sandbox_without_a_launcher_is_refused_at_startup() {
 
 #[test]
 fn the_sandbox_policy_follows_the_root_and_the_mode() {
-    if let Err(err) = agent_tools_sandbox::landlock_abi() {
+    if let Err(err) = agent_tools::landlock_abi() {
         eprintln!("skipped: no command sandbox on this machine: {err}");
         return;
     }
