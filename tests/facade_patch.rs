@@ -596,7 +596,7 @@ fn a_fifo_or_a_path_ending_in_a_slash_is_not_a_file_and_nothing_hangs() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let tools =
-            agent_tools::AgentTools::new(agent_tools::Config::builder(&root).build().unwrap())
+            agent_tools_surface_default::open(agent_tools::Config::builder(&root).build().unwrap())
                 .unwrap();
         let mut codes = Vec::new();
         for patch in [

@@ -1200,7 +1200,7 @@ fn every_brief_tool_of_every_surface_answers_the_same_bytes_either_way() {
         // Through the library: it reads the version a request names.
         Some(json!({"io.modelcontextprotocol/protocolVersion": "2025-06-18"})),
     ];
-    for choice in agent_tools_mcp::surfaces() {
+    for choice in agent_tools_cli::surfaces() {
         let surface = choice.name();
         let tools = choice
             .open(agent_tools::Config::builder(&root).build().unwrap())

@@ -33,8 +33,11 @@ fn advertised(choice: &agent_tools::SurfaceChoice, read_only: bool) -> Value {
 
 #[test]
 fn every_surface_advertises_what_its_snapshot_pins() {
-    let surfaces = agent_tools_mcp::surfaces();
-    assert_eq!(surfaces[0].name(), agent_tools::DEFAULT_SURFACE);
+    let surfaces = agent_tools_cli::surfaces();
+    assert_eq!(
+        surfaces[0].name(),
+        agent_tools_surface_default::DEFAULT_SURFACE
+    );
     for choice in &surfaces {
         insta::assert_json_snapshot!(choice.name(), advertised(choice, false));
     }
@@ -42,7 +45,7 @@ fn every_surface_advertises_what_its_snapshot_pins() {
 
 #[test]
 fn read_only_mode_offers_exactly_the_read_only_tools() {
-    for choice in agent_tools_mcp::surfaces() {
+    for choice in agent_tools_cli::surfaces() {
         let all = choice.tools(false);
         let read_only: Vec<_> = choice.tools(true).iter().map(|t| t.name()).collect();
         let expected: Vec<_> = all
@@ -56,7 +59,7 @@ fn read_only_mode_offers_exactly_the_read_only_tools() {
 
 #[test]
 fn every_schema_of_every_surface_is_portable() {
-    for choice in agent_tools_mcp::surfaces() {
+    for choice in agent_tools_cli::surfaces() {
         for tool in choice.tools(false) {
             let problems = agent_tools::schema::portability_problems(tool.input_schema());
             assert!(
@@ -73,7 +76,7 @@ fn every_schema_of_every_surface_is_portable() {
 
 #[test]
 fn names_are_unique_within_a_surface_and_surfaces_are_unique() {
-    let surfaces = agent_tools_mcp::surfaces();
+    let surfaces = agent_tools_cli::surfaces();
     let mut names: Vec<_> = surfaces.iter().map(|s| s.name()).collect();
     names.sort_unstable();
     names.dedup();
@@ -112,7 +115,7 @@ fn every_surface_renders_every_code_at_every_stage() {
     use std::fmt::Write as _;
 
     let mut table = String::new();
-    for choice in agent_tools_mcp::surfaces() {
+    for choice in agent_tools_cli::surfaces() {
         let mut row = |label: String, failure: Failure<'_>| {
             let shown = rendered(&choice.render_error(failure));
             writeln!(table, "{} | {label} | {shown}", choice.name()).unwrap();

@@ -64,7 +64,7 @@ fn scratch() -> &'static Scratch {
             .max_file_bytes(1 << 20)
             .build()
             .expect("scratch config");
-        let tools = AgentTools::new(config).expect("scratch tools");
+        let tools = agent_tools_surface_default::open(config).expect("scratch tools");
         Scratch {
             root,
             tools,

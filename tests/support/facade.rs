@@ -58,7 +58,8 @@ impl Sandbox {
     }
 
     pub fn tools_with(&self, configure: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> AgentTools {
-        AgentTools::new(configure(Config::builder(&self.root)).build().unwrap()).unwrap()
+        agent_tools_surface_default::open(configure(Config::builder(&self.root)).build().unwrap())
+            .unwrap()
     }
 }
 

@@ -162,12 +162,12 @@ pub fn target_dir() -> Result<PathBuf> {
 pub fn build_agent_tools(target: &Path) -> Result<PathBuf> {
     eprintln!("building the release agent-tools binary ...");
     let status = cargo()
-        .args(["build", "--release", "--quiet", "-p", "agent-tools-mcp"])
+        .args(["build", "--release", "--quiet", "-p", "agent-tools-cli"])
         .current_dir(workspace_root()?)
         .status()
         .context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build --release -p agent-tools-mcp failed");
+        bail!("cargo build --release -p agent-tools-cli failed");
     }
     let exe = target
         .join("release")

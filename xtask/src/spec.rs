@@ -167,7 +167,7 @@ pub fn workspace_members(root: &Path) -> Result<Vec<Member>> {
 
 /// Every surface the server knows, with all its tools.
 pub fn registered_surfaces() -> Vec<SurfaceTools> {
-    agent_tools_mcp::surfaces()
+    agent_tools_cli::surfaces()
         .into_iter()
         .map(|choice| SurfaceTools {
             name: choice.name(),

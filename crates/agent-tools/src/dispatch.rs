@@ -12,7 +12,6 @@ use crate::context::{CallContext, Session};
 use crate::registry::{ToolDef, ToolSpec};
 use crate::result::{CallOutcome, Content, DispatchResult, Reply};
 use crate::surface::{Failure, Issue, Stage, Surface};
-use crate::tools::DefaultSurface;
 
 /// The tools of one surface, bound to one workspace. `Send + Sync`: share
 /// it (for example in an `Arc`) and make independent calls from many
@@ -40,12 +39,6 @@ impl std::fmt::Debug for AgentTools {
 }
 
 impl AgentTools {
-    /// Opens the workspace and prepares the default surface's tools (the
-    /// `agent-tools` surface) that the config allows.
-    pub fn new(config: Config) -> Result<Self, StartupError> {
-        Self::with_surface(config, DefaultSurface)
-    }
-
     /// Opens the workspace and prepares `surface`'s tools that the config
     /// allows.
     pub fn with_surface<S: Surface>(config: Config, surface: S) -> Result<Self, StartupError> {
@@ -84,14 +77,6 @@ impl AgentTools {
                 session,
             }),
         })
-    }
-
-    /// The default surface's tools offered in a mode: all of them, or only
-    /// the read-only ones. Listing and dispatch both go through the same
-    /// filter, so what is advertised and what can be called are always the
-    /// same set.
-    pub fn surface_for(read_only: bool) -> Vec<ToolSpec> {
-        crate::surface::offered_specs(&DefaultSurface, read_only)
     }
 
     /// The tools this instance offers, in a stable order.

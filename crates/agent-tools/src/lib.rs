@@ -1,7 +1,7 @@
 //! File and shell tools for AI coding agents, behind one small facade.
 //!
 //! [`AgentTools`] is built once from a [`Config`] (the workspace root and
-//! limits) and a [`Surface`] (the default one unless told otherwise). It
+//! limits) and a [`Surface`] ([`AgentTools::with_surface`]). It
 //! offers the surface's tools ([`AgentTools::list_tools`]) and runs calls to
 //! them ([`AgentTools::dispatch`]) through one pipeline:
 //!
@@ -16,25 +16,13 @@
 //! [`AgentTools::call`] gives the same outcome as text with an error flag
 //! ([`DispatchResult`]).
 //!
-//! There is no agent loop and no transport here: the `agent-tools-mcp` crate
-//! serves this over MCP, and an agent can call it directly.
-//!
-//! ```
-//! use agent_tools::{AgentTools, Config};
-//! use serde_json::json;
-//!
-//! let dir = tempfile::tempdir().unwrap();
-//! std::fs::write(dir.path().join("greeting.txt"), "hello\n").unwrap();
-//! let tools = AgentTools::new(Config::builder(dir.path()).build().unwrap()).unwrap();
-//!
-//! let result = tools.call("read_file", json!({"path": "greeting.txt"}));
-//! assert!(!result.is_error);
-//! assert_eq!(result.text, "     1\thello\n");
-//!
-//! let result = tools.call("read_file", json!({"path": "../etc/passwd"}));
-//! assert!(result.is_error);
-//! assert!(result.text.starts_with(r#"{"error":"path_escape""#));
-//! ```
+//! This crate is the host: config, call context, registry, schemas and the
+//! pipeline. It names no surface; each lives in a crate of its own that
+//! depends on this one (`agent-tools-surface-default` is the default
+//! surface, with the nine tools, and `AgentTools` opened on it is what most
+//! callers want). There is no agent loop and no transport here: the
+//! `agent-tools-mcp` crate serves a surface over MCP, and an agent can call
+//! it directly.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -44,11 +32,9 @@ mod result;
 pub mod schema;
 
 mod config;
-mod services;
 
 mod registry;
 mod surface;
-mod tools;
 
 mod catalog;
 mod dispatch;
@@ -72,12 +58,4 @@ pub use registry::{BRIEF_READ_BYTES, BriefTest, Hints, ToolDef, ToolSpec};
 pub use result::{
     CallOutcome, CallResult, Cause, Content, DispatchResult, ProtocolError, Reply, ResourceBody,
 };
-pub use services::Services;
 pub use surface::{Failure, Issue, Stage, Surface, offered_specs};
-pub use tools::{
-    CommandLine, DEFAULT_SURFACE, DefaultSurface, SPILL_DIR, apply_patch_text, run_command,
-    sandbox_refusal_note,
-};
-
-#[cfg(test)]
-mod tests;

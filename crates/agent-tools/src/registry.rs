@@ -13,7 +13,6 @@ use serde_json::{Map, Value};
 use crate::context::CallContext;
 use crate::result::Reply;
 use crate::schema;
-use crate::services::Services;
 
 /// The most bytes a read may take to count as brief
 /// ([`ToolDef::brief_when`]): read and decoded in about a millisecond, well
@@ -150,10 +149,10 @@ type Handler<S> = dyn Fn(&S, Value, &CallContext) -> ToolResult<Reply> + Send + 
 /// files the arguments name (a stat beneath the root), nothing slower.
 pub type BriefTest<S> = fn(&S, &Map<String, Value>) -> bool;
 
-/// One tool of a surface whose tools work with state `S` (the default
-/// surface's is [`Services`]): its [`ToolSpec`], the schema its arguments
-/// are validated against, and its handler.
-pub struct ToolDef<S = Services> {
+/// One tool of a surface whose tools work with state `S` (the surface's
+/// [`Surface::State`](crate::Surface::State)): its [`ToolSpec`], the schema
+/// its arguments are validated against, and its handler.
+pub struct ToolDef<S> {
     spec: ToolSpec,
     validation_schema: Arc<Map<String, Value>>,
     handler: Arc<Handler<S>>,

@@ -14,10 +14,10 @@
 //! the surface, shared by its calls.
 //!
 //! ```no_run
-//! use agent_tools::{AgentTools, Config};
+//! use agent_tools::Config;
 //!
 //! # async fn run() -> anyhow::Result<()> {
-//! let tools = AgentTools::new(Config::builder(".").build()?)?;
+//! let tools = agent_tools_surface_default::open(Config::builder(".").build()?)?;
 //! agent_tools_mcp::serve_stdio(tools).await?;
 //! # Ok(())
 //! # }
@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use agent_tools::{
     AgentTools, CallContext, CallOutcome, CancelToken, Cause, Content, Hints, ResourceBody,
-    Session, Stage, SurfaceChoice, ToolError,
+    Session, Stage, ToolError,
 };
 use data_encoding::BASE64;
 use rmcp::model::{
@@ -156,52 +156,6 @@ impl ToolSet for AgentTools {
         AgentTools::use_client_roots(self, roots).map_err(|err| err.to_string())
     }
 }
-
-/// Every surface the server can serve, the default (`agent-tools`) first.
-pub fn surfaces() -> Vec<SurfaceChoice> {
-    vec![
-        SurfaceChoice::of::<agent_tools::DefaultSurface>(),
-        SurfaceChoice::of::<agent_tools_surface_codex::CodexSurface>(),
-        SurfaceChoice::of::<agent_tools_surface_filesystem::FilesystemSurface>(),
-        SurfaceChoice::of::<agent_tools_surface_claude_code::ClaudeCodeSurface>(),
-    ]
-}
-
-/// The surface called `name`; when there is none, an error naming the
-/// known ones.
-pub fn surface(name: &str) -> Result<SurfaceChoice, UnknownSurface> {
-    let known = surfaces();
-    known
-        .iter()
-        .find(|choice| choice.name() == name)
-        .copied()
-        .ok_or_else(|| UnknownSurface {
-            name: name.to_string(),
-            known: known.iter().map(SurfaceChoice::name).collect(),
-        })
-}
-
-/// A surface name that is not known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownSurface {
-    /// The name asked for.
-    pub name: String,
-    /// The names known.
-    pub known: Vec<&'static str>,
-}
-
-impl std::fmt::Display for UnknownSurface {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "unknown surface {:?}; the known surfaces are: {} (see `agent-tools surfaces`)",
-            self.name,
-            self.known.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownSurface {}
 
 /// The MCP server for a tool set.
 pub struct McpServer<T: ToolSet> {
@@ -604,24 +558,5 @@ mod tests {
         let error = to_call_tool_result(protocol).unwrap_err();
         assert_eq!(error.code.0, -32001);
         assert_eq!(error.message, "path not allowed");
-    }
-
-    #[test]
-    fn unknown_surfaces_are_refused_with_the_known_names() {
-        assert_eq!(
-            surface(agent_tools::DEFAULT_SURFACE).unwrap().name(),
-            "agent-tools"
-        );
-        assert_eq!(surface("codex").unwrap().name(), "codex");
-        let err = surface("nope").unwrap_err();
-        assert_eq!(
-            err.known,
-            ["agent-tools", "codex", "filesystem", "claude-code"]
-        );
-        assert!(
-            err.to_string()
-                .contains("known surfaces are: agent-tools, codex, filesystem, claude-code"),
-            "{err}"
-        );
     }
 }

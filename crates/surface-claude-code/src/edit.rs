@@ -2,10 +2,11 @@
 //! and the write under the path's locks, Claude Code's matching (exact,
 //! plus curly/straight quotes and CRLF files) and its messages.
 
-use agent_tools::{CallContext, ErrorCode, Services, ToolError, ToolResult};
+use agent_tools::{CallContext, ErrorCode, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_fs::tolerant::restyle;
 use agent_tools_fs::{Seen, Snapshot, closest_regions_note, splice_all};
+use agent_tools_surface_default::Services;
 use agent_tools_text::LineEnding;
 use memchr::memmem;
 

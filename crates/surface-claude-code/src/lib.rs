@@ -20,10 +20,11 @@
 use std::path::Path;
 
 use agent_tools::{
-    CallContext, CallOutcome, Config, DefaultSurface, ErrorCode, Failure, Hints, Issue, Services,
-    Session, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
+    CallContext, CallOutcome, Config, ErrorCode, Failure, Hints, Issue, Session, Stage,
+    StartupError, Surface, ToolDef, ToolError, ToolResult,
 };
 use agent_tools_confine::ConfinedPath;
+use agent_tools_surface_default::{DefaultSurface, Services};
 
 mod args;
 mod cells;

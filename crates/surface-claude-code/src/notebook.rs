@@ -4,7 +4,8 @@
 use std::hash::{BuildHasher as _, Hasher as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_tools::{CallContext, Content, ErrorCode, Services, ToolResult};
+use agent_tools::{CallContext, Content, ErrorCode, ToolResult};
+use agent_tools_surface_default::Services;
 use serde::Serialize as _;
 use serde_json::{Map, Value, json};
 

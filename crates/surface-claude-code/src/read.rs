@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use agent_tools::{CallContext, Content, ErrorCode, Reply, Services, ToolError, ToolResult};
+use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_fs::Seen;
+use agent_tools_surface_default::Services;
 use agent_tools_text::{
     BINARY_SNIFF_BYTES, DecodeError, decode_lossy, looks_binary, truncate_line,
 };

@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use agent_tools::{CallContext, ErrorCode, Services, ToolResult};
+use agent_tools::{CallContext, ErrorCode, ToolResult};
 use agent_tools_fs::{
     GlobArgs as EngineGlob, GrepArgs as EngineGrep, GrepFile, GrepQuery, OutputMode as EngineMode,
 };
+use agent_tools_surface_default::Services;
 
 use crate::args::{GlobArgs, GrepArgs, OutputMode};
 use crate::messages::{self, plural, thrown};

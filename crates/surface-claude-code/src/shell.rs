@@ -4,9 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use agent_tools::{CallContext, CommandLine, Content, ErrorCode, Reply, Services, ToolResult};
+use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolResult};
 use agent_tools_bash::{BackgroundJob, RunError, RunRequest, Stopped};
 use agent_tools_confine::ConfinedPath;
+use agent_tools_surface_default::{CommandLine, Services};
 use cap_std::fs::OpenOptions;
 
 use crate::args::{BashArgs, KillShellArgs};
@@ -70,7 +71,7 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
         .unwrap_or(DEFAULT_TIMEOUT_MS)
         .min(MAX_TIMEOUT_MS);
     let started = Instant::now();
-    let result = agent_tools::run_command(
+    let result = agent_tools_surface_default::run_command(
         services,
         CommandLine::Shell(args.command),
         None,
@@ -91,7 +92,9 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
                 .map(|path| spill_shown(services, &path.to_string_lossy()))
                 .collect();
             let mut output = joined_output(&outcome.stdout, &outcome.stderr);
-            if let Some(note) = agent_tools::sandbox_refusal_note(services.config(), &outcome) {
+            if let Some(note) =
+                agent_tools_surface_default::sandbox_refusal_note(services.config(), &outcome)
+            {
                 output.push_str(&format!("\n[{note}]"));
             }
             let output = bounded(services, output, &spills)?;
@@ -213,7 +216,7 @@ fn background(services: &Services, args: BashArgs, call: &CallContext) -> ToolRe
         .map_err(|err| ws.io_error(&err, &path))?
         .into_std();
     let root = ws.root_path();
-    let spill = root.abs().join(agent_tools::SPILL_DIR);
+    let spill = root.abs().join(agent_tools_surface_default::SPILL_DIR);
     let request = services.config().confine_command(RunRequest::new(
         args.command.clone(),
         root.abs(),

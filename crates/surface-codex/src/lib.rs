@@ -3,8 +3,8 @@
 //! same engine as the default surface, answered in the shapes codex answers
 //! them (see SPEC section 10, "The codex surface").
 //!
-//! Both tools reuse the facade's own paths ([`agent_tools::apply_patch_text`]
-//! and [`agent_tools::run_command`]): confinement, all-or-nothing patches,
+//! Both tools reuse the facade's own paths ([`agent_tools_surface_default::apply_patch_text`]
+//! and [`agent_tools_surface_default::run_command`]): confinement, all-or-nothing patches,
 //! the launcher, timeouts, spill files and cancellation are the default
 //! surface's, only the wording differs.
 #![deny(missing_docs)]
@@ -14,13 +14,17 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use agent_tools::{
-    CallContext, CallOutcome, CommandLine, Config, DefaultSurface, Failure, Hints, Reply, Services,
-    StartupError, Surface, ToolDef, ToolResult,
+    CallContext, CallOutcome, Config, Failure, Hints, Reply, StartupError, Surface, ToolDef,
+    ToolResult,
 };
 use agent_tools_bash::RunError;
 use agent_tools_patch::{Action, Report};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use agent_tools_surface_default::{CommandLine, DefaultSurface, Services};
+use serde::Serialize;
+
+mod args;
+
+use args::{ApplyPatchArgs, ShellArgs};
 
 /// The surface's name, as `--surface` takes it.
 pub const CODEX_SURFACE: &str = "codex";
@@ -53,32 +57,6 @@ the root when omitted) is where it runs. stdin is closed and the call waits for 
 end. timeout_ms defaults to 120000 and is capped by the server; on timeout the program and its \
 children are killed and the output so far is returned with exit code 124. Output beyond the \
 budget is saved complete under .agent-tools/spill/ and the file is named at the end of the output.";
-
-/// Arguments of `apply_patch`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ApplyPatchArgs {
-    /// The whole patch, from `*** Begin Patch` to `*** End Patch` (or a
-    /// unified diff).
-    input: String,
-}
-
-/// Arguments of `shell`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ShellArgs {
-    /// The program and its arguments, e.g. ["bash", "-lc", "ls -la"].
-    #[schemars(length(min = 1))]
-    command: Vec<String>,
-    /// The directory to run in, inside the workspace; the root when omitted.
-    #[serde(default)]
-    workdir: Option<String>,
-    /// Maximum run time in milliseconds (default 120000); larger values
-    /// are capped at the server's maximum.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    timeout_ms: Option<u64>,
-}
 
 impl Surface for CodexSurface {
     type State = Services;
@@ -125,7 +103,7 @@ impl Surface for CodexSurface {
 }
 
 fn apply_patch(services: &Services, args: ApplyPatchArgs, _: &CallContext) -> ToolResult<String> {
-    let (_, report) = agent_tools::apply_patch_text(services, &args.input)?;
+    let (_, report) = agent_tools_surface_default::apply_patch_text(services, &args.input)?;
     Ok(patch_summary(&report))
 }
 
@@ -166,7 +144,7 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
     // Leave room for the JSON around the output and the spill note.
     let budget = max_output.saturating_sub(1024).max(256);
     let started = Instant::now();
-    let result = agent_tools::run_command(
+    let result = agent_tools_surface_default::run_command(
         services,
         CommandLine::Argv(args.command),
         args.workdir.as_deref(),
@@ -181,7 +159,8 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
             // A signal reads as 128 + its number: the shell's convention,
             // which codex follows too.
             let exit_code = outcome.shell_exit_code();
-            let note = agent_tools::sandbox_refusal_note(services.config(), &outcome);
+            let note =
+                agent_tools_surface_default::sandbox_refusal_note(services.config(), &outcome);
             let mut output = outcome.stdout;
             output.push_str(&outcome.stderr);
             if let Some(note) = note {

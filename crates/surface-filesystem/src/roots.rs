@@ -5,11 +5,9 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use agent_tools::{
-    AllowedRoot, Config, DefaultSurface, ErrorCode, Services, StartupError, Surface, ToolError,
-    ToolResult,
-};
+use agent_tools::{AllowedRoot, Config, ErrorCode, StartupError, Surface, ToolError, ToolResult};
 use agent_tools_confine::{ConfinedPath, DirId, Fence, Workspace, first_met};
+use agent_tools_surface_default::{DefaultSurface, Services};
 
 /// What a call is about to do beneath the path it resolves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -94,7 +94,7 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
                 (None, None) => "[exit code: unknown]".to_owned(),
             };
             let failed = outcome.exit_code != Some(0);
-            let footer = match agent_tools::sandbox_refusal_note(config, &outcome) {
+            let footer = match agent_tools_surface_default::sandbox_refusal_note(config, &outcome) {
                 Some(note) => format!("{footer}\n[{note}]"),
                 None => footer,
             };

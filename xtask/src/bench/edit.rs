@@ -43,7 +43,7 @@ pub fn edits(ctx: &Ctx<'_>) -> Result<Table> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("big.rs");
     let (content, lines) = crate::tree::numbered_code(10 * 1024 * 1024);
-    let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
+    let tools = agent_tools_surface_default::open(Config::builder(dir.path()).build()?)?;
 
     let near_end = lines - 10;
     let (old, new) = (

@@ -251,7 +251,7 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     }
 
     // The same call in process: the floor under the transport.
-    let tools = AgentTools::new(Config::builder(dir.path()).build()?)?;
+    let tools = agent_tools_surface_default::open(Config::builder(dir.path()).build()?)?;
     let mut samples = Vec::with_capacity(k);
     for _ in 0..k {
         let started = Instant::now();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_tools::{AgentTools, Config};
+use agent_tools::Config;
 use agent_tools_patch::{DirStore, apply, parse};
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -146,7 +146,7 @@ pub fn corpus(ctx: &Ctx<'_>) -> Result<Table> {
 
             // The apply_patch tool, in process (the tools are set up untimed).
             let work = fresh("tool")?;
-            let tools = AgentTools::new(Config::builder(&work).build()?)?;
+            let tools = agent_tools_surface_default::open(Config::builder(&work).build()?)?;
             let args = json!({"patch": String::from_utf8_lossy(&case.patch)});
             let started = Instant::now();
             let ok = !tools.call("apply_patch", args).is_error;

@@ -30,7 +30,7 @@ pub fn sandbox(ctx: &Ctx<'_>) -> Result<Table> {
             .bash_launcher(launcher.clone())
             .sandbox(sandbox)
             .build()?;
-        Ok(AgentTools::new(config)?)
+        Ok(agent_tools_surface_default::open(config)?)
     };
     let confined = open(CommandSandbox::On {
         network: false,

@@ -17,7 +17,7 @@ use crate::tree::{self, Tree};
 const OUTPUT_CAP: u64 = 16 * 1024 * 1024;
 
 fn tools(root: &Path) -> Result<AgentTools> {
-    Ok(AgentTools::new(
+    Ok(agent_tools_surface_default::open(
         Config::builder(root).max_output_bytes(OUTPUT_CAP).build()?,
     )?)
 }

@@ -3,7 +3,7 @@
 use std::fs;
 use std::process::{Command, Stdio};
 
-use agent_tools::{AgentTools, Config};
+use agent_tools::Config;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
@@ -16,7 +16,7 @@ pub fn bash(ctx: &Ctx<'_>) -> Result<Table> {
     eprintln!("bash ...");
     let dir = tempfile::tempdir()?;
     let root = dir.path();
-    let tools = AgentTools::new(Config::builder(root).build()?)?;
+    let tools = agent_tools_surface_default::open(Config::builder(root).build()?)?;
     let run_tool = |command: &str| -> Result<Value> {
         let result = tools.call("bash", json!({"command": command}));
         if result.is_error {

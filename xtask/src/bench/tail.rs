@@ -91,7 +91,7 @@ pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
     };
 
     // The long-lived server: it indexed the log once, here.
-    let kept = AgentTools::new(config()?)?;
+    let kept = agent_tools_surface_default::open(config()?)?;
     let mut table = Table::new(format!(
         "read_file tail — last 50 lines of a {:.0} MB log, max_file_bytes above its size",
         size as f64 / 1e6
@@ -99,7 +99,11 @@ pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
     // Check: the same 50 lines as `tail -n 50`, numbered up to the last line,
     // first from a cold start, then after an append from the kept index.
     let theirs = String::from_utf8_lossy(&tail()?.stdout).into_owned();
-    let first = call(&AgentTools::new(config()?)?, "read_file", &args)?;
+    let first = call(
+        &agent_tools_surface_default::open(config()?)?,
+        "read_file",
+        &args,
+    )?;
     let kept_first = call(&kept, "read_file", &args)?;
     let cli = String::from_utf8_lossy(&ours_cli()?.stdout).into_owned();
     let lines_first = lines.get();
@@ -137,7 +141,7 @@ pub fn tail(ctx: &Ctx<'_>) -> Result<Table> {
     for round in 0..=runs {
         for step in (0..contenders).map(|i| (round + i) % contenders) {
             match step {
-                0 => *fresh.borrow_mut() = Some(AgentTools::new(config()?)?),
+                0 => *fresh.borrow_mut() = Some(agent_tools_surface_default::open(config()?)?),
                 1 => append()?,
                 _ => {}
             }

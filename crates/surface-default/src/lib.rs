@@ -1,21 +1,49 @@
 //! The default surface, `agent-tools`: nine tools (four read, five write or
 //! run) whose failures are JSON error envelopes.
+//!
+//! It depends on the host crate `agent-tools` like every other surface.
+//! Its state ([`Services`]: the config and the file tools) and its command
+//! and patch paths ([`run_command`], [`apply_patch_text`]) are also the
+//! engine the codex and Claude Code surfaces build their tools on, so that
+//! confinement, all-or-nothing patches and the command rules are the same
+//! on every surface.
+//!
+//! ```
+//! use serde_json::json;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("greeting.txt"), "hello\n").unwrap();
+//! let config = agent_tools::Config::builder(dir.path()).build().unwrap();
+//! let tools = agent_tools_surface_default::open(config).unwrap();
+//!
+//! let result = tools.call("read_file", json!({"path": "greeting.txt"}));
+//! assert!(!result.is_error);
+//! assert_eq!(result.text, "     1\thello\n");
+//!
+//! let result = tools.call("read_file", json!({"path": "../etc/passwd"}));
+//! assert!(result.is_error);
+//! assert!(result.text.starts_with(r#"{"error":"path_escape""#));
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use agent_tools_confine::{Workspace, WorkspaceError};
 use agent_tools_fs::FileTools;
 
-use crate::config::{Config, StartupError};
-use crate::registry::{Hints, ToolDef};
-use crate::result::CallOutcome;
-use crate::services::Services;
-use crate::surface::{Failure, Surface};
+use agent_tools::CallOutcome;
+use agent_tools::{AgentTools, Config, StartupError};
+use agent_tools::{Failure, Surface};
+use agent_tools::{Hints, ToolDef};
 
+mod args;
 mod bash;
 mod files;
 mod patch;
+mod services;
 
 pub use bash::{CommandLine, SPILL_DIR, run_command, sandbox_refusal_note};
 pub use patch::apply_patch_text;
+pub use services::Services;
 
 /// The default surface: `read_file`, `list_dir`, `glob`, `grep`,
 /// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`. Success
@@ -26,6 +54,12 @@ pub struct DefaultSurface;
 
 /// The default surface's name.
 pub const DEFAULT_SURFACE: &str = "agent-tools";
+
+/// Opens the workspace and prepares the default surface's tools that the
+/// config allows: [`AgentTools::with_surface`] with [`DefaultSurface`].
+pub fn open(config: Config) -> Result<AgentTools, StartupError> {
+    AgentTools::with_surface(config, DefaultSurface)
+}
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
@@ -96,7 +130,7 @@ impl Surface for DefaultSurface {
 }
 
 /// Every tool, read-only ones first, with its title and hints.
-pub(crate) fn all() -> Vec<ToolDef> {
+pub(crate) fn all() -> Vec<ToolDef<Services>> {
     let mut tools = files::read_tools();
     tools.extend(files::write_tools());
     tools.push(patch::apply_patch_tool());
@@ -116,7 +150,10 @@ pub(crate) fn all() -> Vec<ToolDef> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod surface_tests {
     use super::*;
 
     #[test]

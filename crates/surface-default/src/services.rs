@@ -3,7 +3,7 @@
 
 use agent_tools_fs::FileTools;
 
-use crate::config::Config;
+use agent_tools::Config;
 
 /// The default surface's state: the back-ends shared by every call.
 #[derive(Debug)]

@@ -1,11 +1,11 @@
 //! The file tools, wired from `agent-tools-fs`.
 
-use agent_tools_fs::{
+use crate::args::{
     EditFileArgs, GlobArgs, GrepArgs, ListDirArgs, MultiEditArgs, ReadFileArgs, WriteFileArgs,
 };
 
-use crate::registry::ToolDef;
 use crate::services::Services;
+use agent_tools::ToolDef;
 
 const READ_FILE: &str = "Read a text file. Prints each line as its line number, a tab, then the line \
 (the number and tab are not part of the file). Paths are relative to the workspace root, or absolute inside it. \
@@ -48,7 +48,7 @@ If any edit fails, nothing is written and the error names the edit ('edit 2 of 3
 in its messages are those of the file as you read it.";
 
 /// `read_file`, `list_dir`, `glob`, `grep`.
-pub(crate) fn read_tools() -> Vec<ToolDef> {
+pub(crate) fn read_tools() -> Vec<ToolDef<Services>> {
     vec![
         // One named file, opened without blocking, bounded by
         // max_file_bytes: brief.
@@ -72,7 +72,7 @@ pub(crate) fn read_tools() -> Vec<ToolDef> {
 }
 
 /// `write_file`, `edit_file`, `multi_edit`.
-pub(crate) fn write_tools() -> Vec<ToolDef> {
+pub(crate) fn write_tools() -> Vec<ToolDef<Services>> {
     vec![
         ToolDef::typed("write_file", WRITE_FILE, true, |s, a: WriteFileArgs, _| {
             s.files.write_file(&a)

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
+use crate::args::ApplyPatchArgs;
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_fs::{Expected, FileStamp, StagedWrite};
@@ -12,11 +13,9 @@ use agent_tools_patch::{
     ErrorKind as PatchErrorKind, FileStore, FlushError, MAX_HELD_WRITES, Operation, Patch,
     PatchError, StoreError,
 };
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-use crate::registry::ToolDef;
 use crate::services::Services;
+use agent_tools::ToolDef;
 
 const APPLY_PATCH: &str = "Apply a patch to one or more files, all or nothing. Two formats are accepted. \
 A unified diff (as `diff -u` or `git diff` print it): `--- /dev/null` creates a file, `+++ /dev/null` deletes \
@@ -28,17 +27,7 @@ jumps past that line; whitespace and typographic punctuation differences are tol
 and Move to overwrite). If any hunk fails, no file is changed and the error names the file, the hunk and the \
 lines it expected. Files keep their line endings and BOM; created files use LF.";
 
-/// Arguments of `apply_patch`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ApplyPatchArgs {
-    /// The patch (unified diff or `*** Begin Patch` format), covering one or
-    /// more files. `input` is accepted as another name for it.
-    #[serde(alias = "input")]
-    patch: String,
-}
-
-pub(crate) fn apply_patch_tool() -> ToolDef {
+pub(crate) fn apply_patch_tool() -> ToolDef<Services> {
     ToolDef::typed(
         "apply_patch",
         APPLY_PATCH,

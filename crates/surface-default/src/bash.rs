@@ -8,18 +8,17 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::args::BashArgs;
 use agent_tools_bash::{OutputLimits, RunError, RunOutcome, RunRequest, SpillOpener};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::fs::OpenOptions;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::Config;
-use crate::context::CallContext;
-use crate::registry::ToolDef;
 use crate::services::Services;
+use agent_tools::CallContext;
+use agent_tools::Config;
+use agent_tools::ToolDef;
 
 /// Where overflowing command output is kept, relative to the workspace root.
 pub const SPILL_DIR: &str = ".agent-tools/spill";
@@ -32,23 +31,7 @@ server; on timeout the command's whole process group is killed and the partial o
 beyond the budget is saved complete to a file under .agent-tools/spill/ named in the result; read it with \
 read_file.";
 
-/// Arguments of `bash`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct BashArgs {
-    /// The shell command.
-    command: String,
-    /// Working directory; the workspace root when omitted.
-    #[serde(default)]
-    cwd: Option<String>,
-    /// Maximum run time in milliseconds (default 120000); larger values are
-    /// capped at the server's maximum.
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    timeout_ms: Option<u64>,
-}
-
-pub(crate) fn bash_tool() -> ToolDef {
+pub(crate) fn bash_tool() -> ToolDef<Services> {
     ToolDef::typed("bash", BASH, true, run).bounding_itself()
 }
 
@@ -211,7 +194,7 @@ pub fn sandbox_refusal_note(config: &Config, outcome: &RunOutcome) -> Option<Str
         .map(|sandbox| sandbox_note(sandbox.policy()))
 }
 
-fn sandbox_note(policy: &agent_tools_sandbox::SandboxPolicy) -> String {
+fn sandbox_note(policy: &agent_tools::SandboxPolicy) -> String {
     let writes = if policy.writable().is_empty() {
         "nowhere in the workspace (it is read-only)"
     } else if policy.vcs_writes() {

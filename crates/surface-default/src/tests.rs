@@ -1,10 +1,14 @@
+use agent_tools::{
+    AgentTools, CommandSandbox, Config, DispatchResult, ErrorCode, IndexSettings, Launcher,
+};
+
 use super::*;
 use serde_json::{Value, json};
 
 fn workspace() -> (tempfile::TempDir, AgentTools) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
-    let tools = AgentTools::new(Config::builder(dir.path()).build().unwrap()).unwrap();
+    let tools = crate::open(Config::builder(dir.path()).build().unwrap()).unwrap();
     (dir, tools)
 }
 
@@ -20,7 +24,7 @@ fn agent_tools_is_send_and_sync() {
 
 #[test]
 fn every_schema_is_an_object_schema_without_refs() {
-    for tool in AgentTools::surface_for(false) {
+    for tool in agent_tools::offered_specs(&DefaultSurface, false) {
         let schema = tool.input_schema();
         assert_eq!(
             schema.get("type"),
@@ -45,11 +49,10 @@ fn unknown_tool_is_not_found() {
 #[test]
 fn read_only_surface_hides_mutating_tools_from_list_and_dispatch() {
     let dir = tempfile::tempdir().unwrap();
-    let tools =
-        AgentTools::new(Config::builder(dir.path()).read_only(true).build().unwrap()).unwrap();
+    let tools = crate::open(Config::builder(dir.path()).read_only(true).build().unwrap()).unwrap();
     let names: Vec<_> = tools.list_tools().iter().map(|t| t.name()).collect();
     assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
-    for tool in AgentTools::surface_for(false)
+    for tool in agent_tools::offered_specs(&DefaultSurface, false)
         .iter()
         .filter(|t| t.mutating())
     {
@@ -97,7 +100,7 @@ fn defaults_are_filled_before_validation() {
 fn output_is_bounded_on_a_char_boundary() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("wide.txt"), "é".repeat(3000)).unwrap();
-    let tools = AgentTools::new(
+    let tools = crate::open(
         Config::builder(dir.path())
             .max_output_bytes(2048)
             .build()
@@ -154,7 +157,7 @@ fn an_index_turned_on_in_the_config_answers_glob_and_grep() {
         .build()
         .unwrap();
     assert!(config.index().is_some());
-    let tools = AgentTools::new(config).unwrap();
+    let tools = crate::open(config).unwrap();
     let result = tools.call(
         "grep",
         json!({"pattern": "needle", "output_mode": "content"}),
@@ -210,7 +213,7 @@ fn a_sandbox_without_a_launcher_is_refused_at_startup() {
 
 #[test]
 fn the_sandbox_policy_follows_the_root_and_the_mode() {
-    if let Err(err) = agent_tools_sandbox::landlock_abi() {
+    if let Err(err) = agent_tools::landlock_abi() {
         eprintln!("skipped: no command sandbox on this machine: {err}");
         return;
     }

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_tools::{
-    AgentTools, CommandSandbox, Config, ConfigBuilder, Confinement, DEFAULT_SURFACE, IndexSettings,
-    Launcher, RootAccess, SandboxCoverage, SurfaceChoice,
+    AgentTools, CommandSandbox, Config, ConfigBuilder, Confinement, IndexSettings, Launcher,
+    RootAccess, SandboxCoverage, SurfaceChoice,
 };
+use agent_tools_cli::surfaces;
 use agent_tools_mcp::ServerLimits;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
@@ -43,7 +44,7 @@ enum Command {
         #[arg(long)]
         read_only: bool,
         /// The tool surface to list (see `agent-tools surfaces`).
-        #[arg(long, value_name = "NAME", default_value = DEFAULT_SURFACE)]
+        #[arg(long, value_name = "NAME", default_value = agent_tools_surface_default::DEFAULT_SURFACE)]
         surface: String,
     },
     /// List the tool surfaces, one a line: name, then what it is for.
@@ -56,7 +57,7 @@ enum Command {
 #[derive(Args)]
 struct WorkspaceArgs {
     /// The tool surface to offer (see `agent-tools surfaces`).
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_SURFACE)]
+    #[arg(long, value_name = "NAME", default_value = agent_tools_surface_default::DEFAULT_SURFACE)]
     surface: String,
     /// The workspace folder the tools work in. Surfaces that serve several
     /// folders (filesystem) take it more than once; the first is where
@@ -121,7 +122,7 @@ impl WorkspaceArgs {
     /// (which builds the workspace index unless `--no-index`).
     fn open(&self, serving: bool) -> anyhow::Result<AgentTools> {
         // An unknown surface is refused before anything else is looked at.
-        let surface = agent_tools_mcp::surface(&self.surface)?;
+        let surface = agent_tools_cli::surface(&self.surface)?;
         // `/proc/self/exe` names this very binary in the child too, even if
         // the file was replaced or deleted since the server started.
         let launcher = Launcher::new("/proc/self/exe", [LAUNCHER_SUBCOMMAND.into()]);
@@ -348,7 +349,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Tools { read_only, surface } => {
-            let surface = agent_tools_mcp::surface(&surface)?;
+            let surface = agent_tools_cli::surface(&surface)?;
             let listed: Vec<Value> = surface
                 .tools(read_only)
                 .iter()
@@ -377,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Surfaces => {
-            let listing: String = agent_tools_mcp::surfaces()
+            let listing: String = surfaces()
                 .iter()
                 .map(|choice: &SurfaceChoice| format!("{}\t{}\n", choice.name(), choice.summary()))
                 .collect();
