@@ -18,13 +18,15 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, Flag};
+use notify::event::{AccessKind, AccessMode, Flag, ModifyKind};
 use notify::{
     Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, WatchPathConfig, Watcher,
 };
 
 use crate::query::Query;
-use crate::state::{Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure};
+use crate::state::{
+    Candidates, Change, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure,
+};
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
 /// The start of a marker directory's name; the owner's process id and a
@@ -573,12 +575,14 @@ struct Watches {
 
 impl Watch for Watches {
     fn watch(&mut self, dir: &Path) -> Result<(), WatchFailure> {
-        if self.watched.contains(dir) {
-            return Ok(());
-        }
-        if self.limit.is_some_and(|limit| self.watched.len() >= limit) {
+        let known = self.watched.contains(dir);
+        if !known && self.limit.is_some_and(|limit| self.watched.len() >= limit) {
             return Err(WatchFailure::Limit);
         }
+        // Asked of the watcher even when this set already holds the name:
+        // the watcher drops the watches at and below a name on its own when
+        // it reads that the name was renamed away or removed, so a name held
+        // here may have lost its watch (the watcher keeps one it still has).
         // Never through a symlink: the name is checked against the
         // directory listed afterwards (see `State::walk`).
         let config =
@@ -591,8 +595,12 @@ impl Watch for Watches {
             Err(err) => match err.kind {
                 notify::ErrorKind::MaxFilesWatch => Err(WatchFailure::Limit),
                 // Gone already: the event of its removal follows.
-                notify::ErrorKind::PathNotFound => Ok(()),
+                notify::ErrorKind::PathNotFound => {
+                    self.watched.remove(dir);
+                    Ok(())
+                }
                 notify::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::NotFound => {
+                    self.watched.remove(dir);
                     Ok(())
                 }
                 _ => Err(WatchFailure::Other(err.to_string())),
@@ -756,6 +764,17 @@ fn apply_batch(
     // refresh per path and batch does what several would: a write's
     // create, modify, close and rename events read the file once.
     let mut refreshed: HashSet<PathBuf> = HashSet::new();
+    // The paths some event of the batch says were created, removed or
+    // renamed (see `Change::Relinked`).
+    let relinked: HashSet<PathBuf> = batch
+        .iter()
+        .filter_map(|message| match message {
+            Message::Event(Ok(event)) if is_relink(&event.kind) => Some(event.paths.iter()),
+            _ => None,
+        })
+        .flatten()
+        .cloned()
+        .collect();
     for message in batch {
         let event = match message {
             Message::Stop => return Ok(false),
@@ -809,7 +828,12 @@ fn apply_batch(
             match rel.to_str() {
                 Some(rel) => {
                     let rel = rel.to_string();
-                    state.refresh(&rel, watches)?;
+                    let change = if relinked.contains(path) {
+                        Change::Relinked
+                    } else {
+                        Change::Touched
+                    };
+                    state.refresh(&rel, change, watches)?;
                 }
                 None => {
                     let exists = std::fs::symlink_metadata(path).is_ok();
@@ -844,6 +868,14 @@ fn publish(shared: &Shared, number: Option<u64>) {
         *applied = (*applied).max(number);
         shared.applied_changed.notify_all();
     }
+}
+
+/// Events that say a name was created, removed or renamed.
+fn is_relink(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+    )
 }
 
 /// Events that say a file was opened or read, not changed: the index's own
@@ -914,6 +946,45 @@ mod tests {
                 Err(other) => panic!("{other}"),
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_directory_renamed_away_and_back_is_still_watched() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("d/sub"))?;
+        std::fs::write(root.join("d/sub/inside.txt"), "inside\n")?;
+        let index =
+            WorkspaceIndex::start(IndexConfig::new(root).barrier_timeout(Duration::from_secs(60)));
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        assert_eq!(index.files("").map(|f| f.len()), Ok(1));
+        {
+            // Both renames are made before the applier takes in either, so
+            // it finds the same directory under the name: the watcher has
+            // dropped the watches of `d` and `d/sub` on reading the first.
+            let _held = index
+                .shared
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            std::fs::rename(root.join("d"), root.join("aside"))?;
+            std::fs::rename(root.join("aside"), root.join("d"))?;
+        }
+        assert_eq!(index.files("").map(|f| f.len()), Ok(1));
+        std::fs::write(root.join("d/later.txt"), "later\n")?;
+        std::fs::write(root.join("d/sub/deeper.txt"), "deeper\n")?;
+        let files: Vec<String> = index
+            .files("")
+            .unwrap_or_else(|why| panic!("{why}"))
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(
+            files,
+            ["d/later.txt", "d/sub/deeper.txt", "d/sub/inside.txt"],
+            "changes inside the directory after it came back were missed"
+        );
         Ok(())
     }
 
