@@ -1344,7 +1344,7 @@ const BACKGROUND_NICE: i32 = 19;
 /// fresh server's first write must not wait behind it). The applier keeps
 /// the ordinary priority: queries wait for it. A failure leaves the
 /// priority as it was: only speed depends on it.
-fn yield_to_the_tools() {
+pub(crate) fn yield_to_the_tools() {
     if let Err(err) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
         tracing::debug!("workspace index: cannot lower a reader's priority: {err}");
     }

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -232,7 +232,9 @@ struct Shared {
     lagging_since: AtomicU64,
     applied_changed: Condvar,
     next_marker: AtomicU64,
-    marker_dir: PathBuf,
+    /// Set by the index's thread before the index is ready (no query
+    /// passes a barrier before then).
+    marker_dir: OnceLock<PathBuf>,
     stop: Arc<AtomicBool>,
     build_time: Mutex<Option<Duration>>,
 }
@@ -262,7 +264,6 @@ pub struct WorkspaceIndex {
     shared: Arc<Shared>,
     sender: Sender<Message>,
     worker: Option<JoinHandle<()>>,
-    _markers: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for WorkspaceIndex {
@@ -277,26 +278,15 @@ impl std::fmt::Debug for WorkspaceIndex {
 impl WorkspaceIndex {
     /// Starts indexing `config`'s root in the background. The index is
     /// usable at once: until it is ready, queries return
-    /// [`NotServed::Building`].
+    /// [`NotServed::Building`]. Beyond resolving the root, everything
+    /// happens on the index's own thread (clearing abandoned marker
+    /// directories, which scans the temp folder, making its own, setting
+    /// up the watcher, the build), so a server's first calls never wait
+    /// for any of it.
     pub fn start(config: IndexConfig) -> WorkspaceIndex {
         let (sender, receiver) = channel();
         let root = std::fs::canonicalize(&config.root).unwrap_or_else(|_| config.root.clone());
         let config = IndexConfig { root, ..config };
-        remove_abandoned_marker_dirs(&std::env::temp_dir());
-        let markers = tempfile::Builder::new()
-            .prefix(&format!("{MARKER_PREFIX}{}-", std::process::id()))
-            .tempdir();
-        let (markers, marker_dir, failure) = match markers {
-            Ok(dir) => {
-                let path = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().into());
-                (Some(dir), path, None)
-            }
-            Err(err) => (
-                None,
-                PathBuf::new(),
-                Some(format!("no directory for sync markers: {err}")),
-            ),
-        };
         let shared = Arc::new(Shared {
             config,
             state: RwLock::new(None),
@@ -305,34 +295,25 @@ impl WorkspaceIndex {
             lagging_since: AtomicU64::new(0),
             applied_changed: Condvar::new(),
             next_marker: AtomicU64::new(0),
-            marker_dir,
+            marker_dir: OnceLock::new(),
             stop: Arc::new(AtomicBool::new(false)),
             build_time: Mutex::new(None),
         });
-        let worker = match failure {
-            Some(why) => {
-                shared.set_status(Status::Unavailable(why));
-                None
-            }
-            None => {
-                let for_worker = Arc::clone(&shared);
-                let events = sender.clone();
-                std::thread::Builder::new()
-                    .name("workspace-index".into())
-                    .spawn(move || run(&for_worker, events, &receiver))
-                    .map_err(|err| {
-                        shared.set_status(Status::Unavailable(format!(
-                            "cannot start its thread: {err}"
-                        )));
-                    })
-                    .ok()
-            }
-        };
+        let for_worker = Arc::clone(&shared);
+        let events = sender.clone();
+        let worker = std::thread::Builder::new()
+            .name("workspace-index".into())
+            .spawn(move || run(&for_worker, events, &receiver))
+            .map_err(|err| {
+                shared.set_status(Status::Unavailable(format!(
+                    "cannot start its thread: {err}"
+                )));
+            })
+            .ok();
         WorkspaceIndex {
             shared,
             sender,
             worker,
-            _markers: markers,
         }
     }
 
@@ -527,8 +508,11 @@ impl WorkspaceIndex {
                 Ordering::SeqCst,
             );
         }
+        let Some(marker_dir) = shared.marker_dir.get() else {
+            return Err(NotServed::Building);
+        };
         let number = shared.next_marker.fetch_add(1, Ordering::SeqCst) + 1;
-        let marker = shared.marker_dir.join(number.to_string());
+        let marker = marker_dir.join(number.to_string());
         if let Err(err) = std::fs::File::create(&marker) {
             return Err(NotServed::Unavailable(format!(
                 "cannot write a sync marker: {err}"
@@ -628,6 +612,23 @@ fn failure_status(failure: &WatchFailure) -> Status {
 
 /// The background thread: build, then apply events until told to stop.
 fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
+    // Off the caller's path: this scans the system's temp folder.
+    remove_abandoned_marker_dirs(&std::env::temp_dir());
+    let markers = match tempfile::Builder::new()
+        .prefix(&format!("{MARKER_PREFIX}{}-", std::process::id()))
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(err) => {
+            shared.set_status(Status::Unavailable(format!(
+                "no directory for sync markers: {err}"
+            )));
+            return;
+        }
+    };
+    let marker_dir =
+        std::fs::canonicalize(markers.path()).unwrap_or_else(|_| markers.path().into());
+    let marker_dir = shared.marker_dir.get_or_init(|| marker_dir).as_path();
     // Opens and reads are not asked for: every read by a tool (and by the
     // index itself) would wake this thread for nothing, a cost each small
     // call paid. A write still shows as a change of data, and its close.
@@ -654,7 +655,7 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     };
     if let Err(err) = watches
         .watcher
-        .watch(&shared.marker_dir, RecursiveMode::NonRecursive)
+        .watch(marker_dir, RecursiveMode::NonRecursive)
     {
         shared.set_status(Status::Unavailable(format!(
             "file watching is not available here: {err}"
@@ -668,14 +669,33 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     };
     // When the system's temp folder lies inside the root, the marker
     // directory is left out of the file table (a walk finds it empty).
-    let hidden = shared
-        .marker_dir
+    let hidden = marker_dir
         .strip_prefix(&root)
         .ok()
         .and_then(|rel| rel.to_str())
         .map(str::to_string);
     let started = Instant::now();
-    let state = match State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop)) {
+    // The build runs on a thread of its own at the lowest priority, as its
+    // readers do, so a fresh server's first calls are not slowed by it; this
+    // thread keeps the ordinary priority to apply events, which queries
+    // wait for.
+    let built = std::thread::scope(|scope| {
+        let build = std::thread::Builder::new()
+            .name("workspace-index-build".into())
+            .spawn_scoped(scope, || {
+                crate::state::yield_to_the_tools();
+                State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop))
+            });
+        match build {
+            Ok(build) => build
+                .join()
+                .unwrap_or_else(|_| Err(WatchFailure::Other("the build panicked".into()))),
+            Err(err) => Err(WatchFailure::Other(format!(
+                "cannot start the build's thread: {err}"
+            ))),
+        }
+    });
+    let state = match built {
         Ok(state) => state,
         Err(failure) => {
             shared.set_status(failure_status(&failure));
@@ -700,7 +720,7 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
                 Err(_) => break,
             }
         }
-        match apply_batch(shared, batch, &mut watches) {
+        match apply_batch(shared, marker_dir, batch, &mut watches) {
             Ok(true) => {}
             Ok(false) => return,
             Err(failure) => {
@@ -726,6 +746,7 @@ fn release_all(shared: &Shared) {
 /// Applies a batch of messages in order. `Ok(false)` means stop.
 fn apply_batch(
     shared: &Shared,
+    marker_dir: &Path,
     batch: Vec<Message>,
     watches: &mut Watches,
 ) -> Result<bool, WatchFailure> {
@@ -735,10 +756,7 @@ fn apply_batch(
         Message::Event(Ok(event)) => {
             event.need_rescan()
                 || (!is_read_only_access(&event.kind)
-                    && event
-                        .paths
-                        .iter()
-                        .any(|path| !path.starts_with(&shared.marker_dir)))
+                    && event.paths.iter().any(|path| !path.starts_with(marker_dir)))
         }
         _ => true,
     });
@@ -748,7 +766,7 @@ fn apply_batch(
                 event
                     .paths
                     .iter()
-                    .filter_map(|path| marker_number(path, &shared.marker_dir)),
+                    .filter_map(|path| marker_number(path, marker_dir)),
             ),
             _ => None,
         });
@@ -811,8 +829,8 @@ fn apply_batch(
             continue;
         }
         for path in event.paths {
-            if path.starts_with(&shared.marker_dir) {
-                if let Some(number) = marker_number(&path, &shared.marker_dir) {
+            if path.starts_with(marker_dir) {
+                if let Some(number) = marker_number(&path, marker_dir) {
                     seen_marker = Some(seen_marker.map_or(number, |m: u64| m.max(number)));
                 }
                 continue;

@@ -573,7 +573,9 @@ fn marker_directories_of_processes_that_are_gone_are_removed() {
     ));
     std::fs::create_dir(&ours).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let _index = WorkspaceIndex::start(IndexConfig::new(dir.path()));
+    let index = WorkspaceIndex::start(IndexConfig::new(dir.path()));
+    // The clearing happens on the index's thread, before its build.
+    assert!(index.wait_ready(Duration::from_secs(60)));
     assert!(!abandoned.exists(), "{}", abandoned.display());
     assert!(ours.exists(), "a live process keeps its directory");
     std::fs::remove_dir(&ours).unwrap();
