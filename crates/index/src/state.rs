@@ -213,6 +213,19 @@ pub(crate) trait Watch {
     fn unwatch(&mut self, dir: &Path);
 }
 
+/// What an event said happened at the path it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Its data or metadata changed.
+    Touched,
+    /// It was created, removed or renamed. The watcher drops the watches
+    /// at and below a name when it reads such an event from the name's
+    /// parent, even if the same directory is back under that name by the
+    /// time the event is applied (renamed away and back): such a directory
+    /// is walked again, which watches it anew.
+    Relinked,
+}
+
 /// Why a watch could not be set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WatchFailure {
@@ -768,7 +781,12 @@ impl State {
     }
 
     /// Brings one changed path up to date (an event named it).
-    pub(crate) fn refresh(&mut self, rel: &str, watch: &mut dyn Watch) -> Result<(), WatchFailure> {
+    pub(crate) fn refresh(
+        &mut self,
+        rel: &str,
+        change: Change,
+        watch: &mut dyn Watch,
+    ) -> Result<(), WatchFailure> {
         // A change under a `.git/info` the index reads rules from.
         if let Some(owner) = self
             .exclude_dirs
@@ -803,6 +821,12 @@ impl State {
             Some(meta) if meta.is_dir() => {
                 let known = self.dirs.get(rel).map(|d| d.inode);
                 if known == Some(meta.ino()) {
+                    if change == Change::Relinked {
+                        // Its watches may be gone, and with them the
+                        // events of changes made inside meanwhile: the
+                        // walk watches each directory again, then lists it.
+                        return self.resync(rel, watch);
+                    }
                     return Ok(());
                 }
                 if known.is_some() {
@@ -1320,7 +1344,7 @@ const BACKGROUND_NICE: i32 = 19;
 /// fresh server's first write must not wait behind it). The applier keeps
 /// the ordinary priority: queries wait for it. A failure leaves the
 /// priority as it was: only speed depends on it.
-fn yield_to_the_tools() {
+pub(crate) fn yield_to_the_tools() {
     if let Err(err) = rustix::process::setpriority_process(None, BACKGROUND_NICE) {
         tracing::debug!("workspace index: cannot lower a reader's priority: {err}");
     }
@@ -1481,11 +1505,11 @@ mod tests {
         std::fs::rename(root.join("d"), root.join("d.moved"))?;
         std::os::unix::fs::symlink(&outside, root.join("d"))?;
         state
-            .refresh("d/secret-name.txt", &mut NoWatch)
+            .refresh("d/secret-name.txt", Change::Relinked, &mut NoWatch)
             .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         assert_nothing_outside(&state);
         state
-            .refresh("d", &mut NoWatch)
+            .refresh("d", Change::Relinked, &mut NoWatch)
             .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         assert_nothing_outside(&state);
         assert!(!state.covers_dir("d"));
@@ -1518,7 +1542,7 @@ mod tests {
         // Once it has one name again, the trigrams decide.
         std::fs::remove_file(outside.join("f-alias.txt"))?;
         state
-            .refresh("f.txt", &mut NoWatch)
+            .refresh("f.txt", Change::Relinked, &mut NoWatch)
             .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         assert!(state.candidates(&query("ABSENT-WORD"), "").is_empty());
         assert_eq!(state.candidates(&query("NEEDLE-XYZ"), ""), vec!["f.txt"]);
@@ -1603,7 +1627,7 @@ mod tests {
             let name = format!("f{}", round % 10);
             std::fs::write(root.join(&name), format!("common round{round}\n"))?;
             state
-                .refresh(&name, &mut NoWatch)
+                .refresh(&name, Change::Relinked, &mut NoWatch)
                 .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         }
         state.pack();

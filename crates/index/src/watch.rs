@@ -14,17 +14,19 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, Flag};
+use notify::event::{AccessKind, AccessMode, Flag, ModifyKind};
 use notify::{
     Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, WatchPathConfig, Watcher,
 };
 
 use crate::query::Query;
-use crate::state::{Candidates, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure};
+use crate::state::{
+    Candidates, Change, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure,
+};
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
 /// The start of a marker directory's name; the owner's process id and a
@@ -230,7 +232,9 @@ struct Shared {
     lagging_since: AtomicU64,
     applied_changed: Condvar,
     next_marker: AtomicU64,
-    marker_dir: PathBuf,
+    /// Set by the index's thread before the index is ready (no query
+    /// passes a barrier before then).
+    marker_dir: OnceLock<PathBuf>,
     stop: Arc<AtomicBool>,
     build_time: Mutex<Option<Duration>>,
 }
@@ -260,7 +264,6 @@ pub struct WorkspaceIndex {
     shared: Arc<Shared>,
     sender: Sender<Message>,
     worker: Option<JoinHandle<()>>,
-    _markers: Option<tempfile::TempDir>,
 }
 
 impl std::fmt::Debug for WorkspaceIndex {
@@ -275,26 +278,15 @@ impl std::fmt::Debug for WorkspaceIndex {
 impl WorkspaceIndex {
     /// Starts indexing `config`'s root in the background. The index is
     /// usable at once: until it is ready, queries return
-    /// [`NotServed::Building`].
+    /// [`NotServed::Building`]. Beyond resolving the root, everything
+    /// happens on the index's own thread (clearing abandoned marker
+    /// directories, which scans the temp folder, making its own, setting
+    /// up the watcher, the build), so a server's first calls never wait
+    /// for any of it.
     pub fn start(config: IndexConfig) -> WorkspaceIndex {
         let (sender, receiver) = channel();
         let root = std::fs::canonicalize(&config.root).unwrap_or_else(|_| config.root.clone());
         let config = IndexConfig { root, ..config };
-        remove_abandoned_marker_dirs(&std::env::temp_dir());
-        let markers = tempfile::Builder::new()
-            .prefix(&format!("{MARKER_PREFIX}{}-", std::process::id()))
-            .tempdir();
-        let (markers, marker_dir, failure) = match markers {
-            Ok(dir) => {
-                let path = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().into());
-                (Some(dir), path, None)
-            }
-            Err(err) => (
-                None,
-                PathBuf::new(),
-                Some(format!("no directory for sync markers: {err}")),
-            ),
-        };
         let shared = Arc::new(Shared {
             config,
             state: RwLock::new(None),
@@ -303,34 +295,25 @@ impl WorkspaceIndex {
             lagging_since: AtomicU64::new(0),
             applied_changed: Condvar::new(),
             next_marker: AtomicU64::new(0),
-            marker_dir,
+            marker_dir: OnceLock::new(),
             stop: Arc::new(AtomicBool::new(false)),
             build_time: Mutex::new(None),
         });
-        let worker = match failure {
-            Some(why) => {
-                shared.set_status(Status::Unavailable(why));
-                None
-            }
-            None => {
-                let for_worker = Arc::clone(&shared);
-                let events = sender.clone();
-                std::thread::Builder::new()
-                    .name("workspace-index".into())
-                    .spawn(move || run(&for_worker, events, &receiver))
-                    .map_err(|err| {
-                        shared.set_status(Status::Unavailable(format!(
-                            "cannot start its thread: {err}"
-                        )));
-                    })
-                    .ok()
-            }
-        };
+        let for_worker = Arc::clone(&shared);
+        let events = sender.clone();
+        let worker = std::thread::Builder::new()
+            .name("workspace-index".into())
+            .spawn(move || run(&for_worker, events, &receiver))
+            .map_err(|err| {
+                shared.set_status(Status::Unavailable(format!(
+                    "cannot start its thread: {err}"
+                )));
+            })
+            .ok();
         WorkspaceIndex {
             shared,
             sender,
             worker,
-            _markers: markers,
         }
     }
 
@@ -525,8 +508,11 @@ impl WorkspaceIndex {
                 Ordering::SeqCst,
             );
         }
+        let Some(marker_dir) = shared.marker_dir.get() else {
+            return Err(NotServed::Building);
+        };
         let number = shared.next_marker.fetch_add(1, Ordering::SeqCst) + 1;
-        let marker = shared.marker_dir.join(number.to_string());
+        let marker = marker_dir.join(number.to_string());
         if let Err(err) = std::fs::File::create(&marker) {
             return Err(NotServed::Unavailable(format!(
                 "cannot write a sync marker: {err}"
@@ -573,12 +559,14 @@ struct Watches {
 
 impl Watch for Watches {
     fn watch(&mut self, dir: &Path) -> Result<(), WatchFailure> {
-        if self.watched.contains(dir) {
-            return Ok(());
-        }
-        if self.limit.is_some_and(|limit| self.watched.len() >= limit) {
+        let known = self.watched.contains(dir);
+        if !known && self.limit.is_some_and(|limit| self.watched.len() >= limit) {
             return Err(WatchFailure::Limit);
         }
+        // Asked of the watcher even when this set already holds the name:
+        // the watcher drops the watches at and below a name on its own when
+        // it reads that the name was renamed away or removed, so a name held
+        // here may have lost its watch (the watcher keeps one it still has).
         // Never through a symlink: the name is checked against the
         // directory listed afterwards (see `State::walk`).
         let config =
@@ -591,8 +579,12 @@ impl Watch for Watches {
             Err(err) => match err.kind {
                 notify::ErrorKind::MaxFilesWatch => Err(WatchFailure::Limit),
                 // Gone already: the event of its removal follows.
-                notify::ErrorKind::PathNotFound => Ok(()),
+                notify::ErrorKind::PathNotFound => {
+                    self.watched.remove(dir);
+                    Ok(())
+                }
                 notify::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::NotFound => {
+                    self.watched.remove(dir);
                     Ok(())
                 }
                 _ => Err(WatchFailure::Other(err.to_string())),
@@ -620,6 +612,23 @@ fn failure_status(failure: &WatchFailure) -> Status {
 
 /// The background thread: build, then apply events until told to stop.
 fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
+    // Off the caller's path: this scans the system's temp folder.
+    remove_abandoned_marker_dirs(&std::env::temp_dir());
+    let markers = match tempfile::Builder::new()
+        .prefix(&format!("{MARKER_PREFIX}{}-", std::process::id()))
+        .tempdir()
+    {
+        Ok(dir) => dir,
+        Err(err) => {
+            shared.set_status(Status::Unavailable(format!(
+                "no directory for sync markers: {err}"
+            )));
+            return;
+        }
+    };
+    let marker_dir =
+        std::fs::canonicalize(markers.path()).unwrap_or_else(|_| markers.path().into());
+    let marker_dir = shared.marker_dir.get_or_init(|| marker_dir).as_path();
     // Opens and reads are not asked for: every read by a tool (and by the
     // index itself) would wake this thread for nothing, a cost each small
     // call paid. A write still shows as a change of data, and its close.
@@ -646,7 +655,7 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     };
     if let Err(err) = watches
         .watcher
-        .watch(&shared.marker_dir, RecursiveMode::NonRecursive)
+        .watch(marker_dir, RecursiveMode::NonRecursive)
     {
         shared.set_status(Status::Unavailable(format!(
             "file watching is not available here: {err}"
@@ -660,14 +669,33 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     };
     // When the system's temp folder lies inside the root, the marker
     // directory is left out of the file table (a walk finds it empty).
-    let hidden = shared
-        .marker_dir
+    let hidden = marker_dir
         .strip_prefix(&root)
         .ok()
         .and_then(|rel| rel.to_str())
         .map(str::to_string);
     let started = Instant::now();
-    let state = match State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop)) {
+    // The build runs on a thread of its own at the lowest priority, as its
+    // readers do, so a fresh server's first calls are not slowed by it; this
+    // thread keeps the ordinary priority to apply events, which queries
+    // wait for.
+    let built = std::thread::scope(|scope| {
+        let build = std::thread::Builder::new()
+            .name("workspace-index-build".into())
+            .spawn_scoped(scope, || {
+                crate::state::yield_to_the_tools();
+                State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop))
+            });
+        match build {
+            Ok(build) => build
+                .join()
+                .unwrap_or_else(|_| Err(WatchFailure::Other("the build panicked".into()))),
+            Err(err) => Err(WatchFailure::Other(format!(
+                "cannot start the build's thread: {err}"
+            ))),
+        }
+    });
+    let state = match built {
         Ok(state) => state,
         Err(failure) => {
             shared.set_status(failure_status(&failure));
@@ -692,7 +720,7 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
                 Err(_) => break,
             }
         }
-        match apply_batch(shared, batch, &mut watches) {
+        match apply_batch(shared, marker_dir, batch, &mut watches) {
             Ok(true) => {}
             Ok(false) => return,
             Err(failure) => {
@@ -718,6 +746,7 @@ fn release_all(shared: &Shared) {
 /// Applies a batch of messages in order. `Ok(false)` means stop.
 fn apply_batch(
     shared: &Shared,
+    marker_dir: &Path,
     batch: Vec<Message>,
     watches: &mut Watches,
 ) -> Result<bool, WatchFailure> {
@@ -727,10 +756,7 @@ fn apply_batch(
         Message::Event(Ok(event)) => {
             event.need_rescan()
                 || (!is_read_only_access(&event.kind)
-                    && event
-                        .paths
-                        .iter()
-                        .any(|path| !path.starts_with(&shared.marker_dir)))
+                    && event.paths.iter().any(|path| !path.starts_with(marker_dir)))
         }
         _ => true,
     });
@@ -740,7 +766,7 @@ fn apply_batch(
                 event
                     .paths
                     .iter()
-                    .filter_map(|path| marker_number(path, &shared.marker_dir)),
+                    .filter_map(|path| marker_number(path, marker_dir)),
             ),
             _ => None,
         });
@@ -756,6 +782,17 @@ fn apply_batch(
     // refresh per path and batch does what several would: a write's
     // create, modify, close and rename events read the file once.
     let mut refreshed: HashSet<PathBuf> = HashSet::new();
+    // The paths some event of the batch says were created, removed or
+    // renamed (see `Change::Relinked`).
+    let relinked: HashSet<PathBuf> = batch
+        .iter()
+        .filter_map(|message| match message {
+            Message::Event(Ok(event)) if is_relink(&event.kind) => Some(event.paths.iter()),
+            _ => None,
+        })
+        .flatten()
+        .cloned()
+        .collect();
     for message in batch {
         let event = match message {
             Message::Stop => return Ok(false),
@@ -792,8 +829,8 @@ fn apply_batch(
             continue;
         }
         for path in event.paths {
-            if path.starts_with(&shared.marker_dir) {
-                if let Some(number) = marker_number(&path, &shared.marker_dir) {
+            if path.starts_with(marker_dir) {
+                if let Some(number) = marker_number(&path, marker_dir) {
                     seen_marker = Some(seen_marker.map_or(number, |m: u64| m.max(number)));
                 }
                 continue;
@@ -809,7 +846,12 @@ fn apply_batch(
             match rel.to_str() {
                 Some(rel) => {
                     let rel = rel.to_string();
-                    state.refresh(&rel, watches)?;
+                    let change = if relinked.contains(path) {
+                        Change::Relinked
+                    } else {
+                        Change::Touched
+                    };
+                    state.refresh(&rel, change, watches)?;
                 }
                 None => {
                     let exists = std::fs::symlink_metadata(path).is_ok();
@@ -844,6 +886,14 @@ fn publish(shared: &Shared, number: Option<u64>) {
         *applied = (*applied).max(number);
         shared.applied_changed.notify_all();
     }
+}
+
+/// Events that say a name was created, removed or renamed.
+fn is_relink(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+    )
 }
 
 /// Events that say a file was opened or read, not changed: the index's own
@@ -914,6 +964,45 @@ mod tests {
                 Err(other) => panic!("{other}"),
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_directory_renamed_away_and_back_is_still_watched() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("d/sub"))?;
+        std::fs::write(root.join("d/sub/inside.txt"), "inside\n")?;
+        let index =
+            WorkspaceIndex::start(IndexConfig::new(root).barrier_timeout(Duration::from_secs(60)));
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        assert_eq!(index.files("").map(|f| f.len()), Ok(1));
+        {
+            // Both renames are made before the applier takes in either, so
+            // it finds the same directory under the name: the watcher has
+            // dropped the watches of `d` and `d/sub` on reading the first.
+            let _held = index
+                .shared
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            std::fs::rename(root.join("d"), root.join("aside"))?;
+            std::fs::rename(root.join("aside"), root.join("d"))?;
+        }
+        assert_eq!(index.files("").map(|f| f.len()), Ok(1));
+        std::fs::write(root.join("d/later.txt"), "later\n")?;
+        std::fs::write(root.join("d/sub/deeper.txt"), "deeper\n")?;
+        let files: Vec<String> = index
+            .files("")
+            .unwrap_or_else(|why| panic!("{why}"))
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(
+            files,
+            ["d/later.txt", "d/sub/deeper.txt", "d/sub/inside.txt"],
+            "changes inside the directory after it came back were missed"
+        );
         Ok(())
     }
 
