@@ -89,7 +89,7 @@ fn two_processes_editing_one_file_lose_no_edit() {
         let child = Command::new(&exe)
             .args([
                 "--exact",
-                "concurrency_child",
+                "concurrency::concurrency_child",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -131,7 +131,7 @@ fn killed_writer_never_leaves_a_partial_file() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "crash_write_child",
+                "crash_write::crash_write_child",
                 "--nocapture",
                 "--test-threads=1",
             ])
