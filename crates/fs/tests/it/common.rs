@@ -69,3 +69,23 @@ impl Ws {
         file.set_modified(when).unwrap();
     }
 }
+
+/// Set in a child started by [`in_own_process`]: run the test's body there.
+const OWN_PROCESS_ENV: &str = "AGENT_TOOLS_TEST_OWN_PROCESS";
+
+/// For a test that measures its whole process (peak RSS): every test of
+/// the package shares one process, so the test runs again alone in a child
+/// of this binary. Returns true in that child, where the body runs; in the
+/// parent it waits for the child, fails if it failed, and returns false.
+pub fn in_own_process(test: &str) -> bool {
+    if std::env::var_os(OWN_PROCESS_ENV).is_some() {
+        return true;
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(OWN_PROCESS_ENV, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "{test} in its own process: {status}");
+    false
+}
