@@ -1,5 +1,7 @@
 //! Helpers for driving `AgentTools::call` in tests.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 use std::path::{Path, PathBuf};
 
 use agent_tools::{AgentTools, Config, ConfigBuilder, DispatchResult};
