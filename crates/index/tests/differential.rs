@@ -4,9 +4,7 @@
 //! file a brute-force regex scan finds a match in.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../../../tests/support/rng.rs"]
-mod rng;
-use rng::Rng;
+use agent_tools_test_support::rng::Rng;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

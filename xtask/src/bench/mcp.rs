@@ -1,11 +1,11 @@
-//! read_file round trips over MCP stdio, with a small client of our own.
+//! read_file round trips over MCP stdio, with the tests' MCP client.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_tools::{AgentTools, Config};
+use agent_tools_test_support::mcp::McpClient;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
@@ -27,14 +27,9 @@ const BLOCK: usize = 250;
 /// (`cargo install rust-mcp-filesystem`), with the name of its read tool.
 const OTHER_SERVER: &str = "rust-mcp-filesystem";
 
-/// A child `agent-tools mcp` and the two ends of its stdio.
-pub(super) struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-    line: String,
-}
+/// A child `agent-tools mcp` (or another stdio server) driven by the same
+/// client the end-to-end tests use.
+pub(super) struct Client(McpClient);
 
 impl Client {
     fn start(exe: &Path, root: &Path) -> Result<Client> {
@@ -61,61 +56,15 @@ impl Client {
 
     /// Starts any stdio MCP server and initializes the session.
     fn spawn(mut command: Command, what: &str) -> Result<Client> {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {what}"))?;
-        let stdin = child.stdin.take().context("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("no stdout")?);
-        let mut client = Client {
-            child,
-            stdin: Some(stdin),
-            stdout,
-            next_id: 1,
-            line: String::new(),
-        };
-        let init = client.request(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "xtask-bench", "version": "0"}
-            }),
-        )?;
-        if init.get("result").is_none() {
-            bail!("initialize failed: {init}");
-        }
-        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-        Ok(client)
-    }
-
-    fn send(&mut self, message: &Value) -> Result<()> {
-        let stdin = self.stdin.as_mut().context("stdin closed")?;
-        let mut text = message.to_string();
-        text.push('\n');
-        stdin.write_all(text.as_bytes())?;
-        stdin.flush()?;
-        Ok(())
+        command.stderr(Stdio::null());
+        let mut client = McpClient::spawn(command).with_context(|| format!("starting {what}"))?;
+        client.try_initialize(json!({}), "xtask-bench")?;
+        Ok(Client(client))
     }
 
     /// Sends a request and reads lines until its response.
     fn request(&mut self, method: &str, params: Value) -> Result<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line)? == 0 {
-                bail!("the server closed stdout while waiting for response {id}");
-            }
-            let message: Value = serde_json::from_str(&self.line)
-                .with_context(|| format!("bad JSON from the server: {}", self.line))?;
-            if message.get("id").and_then(Value::as_u64) == Some(id) {
-                return Ok(message);
-            }
-        }
+        Ok(self.0.try_request(method, params)?)
     }
 
     /// One tools/call; returns the text, failing on an error result.
@@ -131,9 +80,8 @@ impl Client {
             .context("no text content")
     }
 
-    pub(super) fn shutdown(mut self) -> Result<()> {
-        drop(self.stdin.take());
-        self.child.wait()?;
+    pub(super) fn shutdown(self) -> Result<()> {
+        self.0.try_shutdown()?;
         Ok(())
     }
 }
@@ -431,48 +379,16 @@ pub fn round_trips(ctx: &Ctx<'_>) -> Result<Table> {
     Ok(table)
 }
 
-/// Sends `calls` read_file requests at once (a writer thread, so that the
-/// server's answers are read meanwhile), reads every answer, and returns
-/// how long that took.
+/// Sends `calls` read_file requests at once, reads every answer, and
+/// returns how long that took.
 fn flood(client: &mut Client, args: &Value, calls: usize) -> Result<Duration> {
-    let first = client.next_id;
-    client.next_id += calls as u64;
-    let mut batch = String::new();
-    for id in first..first + calls as u64 {
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "read_file", "arguments": args}});
-        batch.push_str(&request.to_string());
-        batch.push('\n');
-    }
-    let mut stdin = client.stdin.take().context("stdin closed")?;
+    let params = json!({"name": "read_file", "arguments": args});
     let started = Instant::now();
-    let writer = std::thread::spawn(move || {
-        let written = stdin
-            .write_all(batch.as_bytes())
-            .and_then(|()| stdin.flush());
-        (stdin, written)
-    });
-    let mut answered = 0;
-    while answered < calls {
-        client.line.clear();
-        if client.stdout.read_line(&mut client.line)? == 0 {
-            bail!("the server closed stdout during a flood");
-        }
-        let message: Value = serde_json::from_str(&client.line)?;
-        let id = message.get("id").and_then(Value::as_u64);
-        if id.is_some_and(|id| id >= first && id < first + calls as u64) {
-            if message.get("result").is_none() {
-                bail!("a flooded call failed: {message}");
-            }
-            answered += 1;
-        }
-    }
+    let answers = client.0.try_flood("tools/call", &params, calls)?;
     let elapsed = started.elapsed();
-    let (stdin, written) = writer
-        .join()
-        .map_err(|_| anyhow::anyhow!("the flood writer panicked"))?;
-    written?;
-    client.stdin = Some(stdin);
+    if let Some(failed) = answers.iter().find(|answer| answer.get("result").is_none()) {
+        bail!("a flooded call failed: {failed}");
+    }
     Ok(elapsed)
 }
 

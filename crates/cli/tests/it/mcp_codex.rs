@@ -1,0 +1,231 @@
+//! The codex surface end to end: `agent-tools mcp --surface codex` over
+//! stdio, its two tools listed and called the way codex calls them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
+use crate::mcp_client;
+use agent_tools_test_support::tree;
+
+use std::path::Path;
+
+use mcp_client::McpClient;
+use serde_json::{Value, json};
+
+use tree::sandbox;
+
+/// Starts the codex surface; the server is killed if the test runs past a
+/// minute, which makes a stuck call fail (the client sees stdout close)
+/// instead of hanging.
+fn codex(root: &Path) -> McpClient {
+    McpClient::start_guarded(root, &["--surface", "codex"])
+}
+
+/// A `shell` answer: (isError, output, exit code).
+fn shell(client: &mut McpClient, args: Value) -> (bool, String, i64) {
+    let (is_error, text) = client.call("shell", args);
+    let value: Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not codex JSON ({e}): {text}"));
+    assert!(value["metadata"]["duration_seconds"].is_number(), "{text}");
+    (
+        is_error,
+        value["output"].as_str().unwrap().to_owned(),
+        value["metadata"]["exit_code"].as_i64().unwrap(),
+    )
+}
+
+#[test]
+fn lists_the_two_codex_tools() {
+    let (_outer, root) = sandbox();
+    let mut client = codex(&root);
+    let listed = client.request("tools/list", json!({}));
+    let tools = &listed["result"]["tools"];
+    insta::assert_json_snapshot!("codex_tools_list", tools);
+    let names: Vec<_> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["apply_patch", "shell"]);
+}
+
+#[test]
+fn a_codex_patch_adds_updates_deletes_and_moves() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("keep.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(root.join("old.txt"), "gone\n").unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn a() {\n    1\n}\n").unwrap();
+    let mut client = codex(&root);
+    let patch = [
+        "*** Begin Patch",
+        "*** Add File: docs/new.md",
+        "+# New",
+        "+text",
+        "*** Update File: keep.txt",
+        "@@",
+        " one",
+        "-two",
+        "+TWO",
+        " three",
+        "*** Delete File: old.txt",
+        "*** Update File: src/lib.rs",
+        "*** Move to: src/moved.rs",
+        "@@ fn a() {",
+        "-    1",
+        "+    2",
+        "*** End Patch",
+        "",
+    ]
+    .join("\n");
+    let (is_error, text) = client.call("apply_patch", json!({"input": patch}));
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "Success. Updated the following files:\nA docs/new.md\nM keep.txt\nM src/moved.rs\nD old.txt\n"
+    );
+    let files = tree::files(&root);
+    let expected: std::collections::BTreeMap<String, Vec<u8>> = [
+        ("docs/new.md", "# New\ntext\n"),
+        ("keep.txt", "one\nTWO\nthree\n"),
+        ("src/moved.rs", "fn a() {\n    2\n}\n"),
+    ]
+    .into_iter()
+    .map(|(p, c)| (p.to_owned(), c.as_bytes().to_vec()))
+    .collect();
+    assert_eq!(files, expected);
+}
+
+#[test]
+fn a_failing_patch_changes_nothing_and_says_why_in_plain_text() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(root.join("b.txt"), "beta\n").unwrap();
+    let before = tree::snapshot(&root);
+    let mut client = codex(&root);
+    let patch = "*** Begin Patch\n\
+*** Add File: c.txt\n\
++new\n\
+*** Update File: a.txt\n\
+@@\n\
+-alpha\n\
++ALPHA\n\
+*** Delete File: b.txt\n\
+*** Update File: b.txt\n\
+@@\n\
+-not there\n\
++x\n\
+*** End Patch\n";
+    let (is_error, text) = client.call("apply_patch", json!({"input": patch}));
+    assert!(is_error);
+    assert!(
+        !text.starts_with('{'),
+        "plain text, not an envelope: {text}"
+    );
+    tree::assert_same_tree(&before, &tree::snapshot(&root), "failed patch");
+
+    // The last file's chunk does not match: codex's words, nothing written.
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n\
+*** Update File: b.txt\n@@\n-not there\n+x\n*** End Patch\n";
+    let (is_error, text) = client.call("apply_patch", json!({"input": patch}));
+    assert!(is_error);
+    assert!(
+        text.contains("Failed to find expected lines in b.txt"),
+        "{text}"
+    );
+    tree::assert_same_tree(&before, &tree::snapshot(&root), "failed patch");
+
+    // A truncated patch never applies.
+    let (is_error, text) = client.call(
+        "apply_patch",
+        json!({"input": "*** Begin Patch\n*** Add File: d.txt\n+x\n"}),
+    );
+    assert!(is_error, "{text}");
+    tree::assert_same_tree(&before, &tree::snapshot(&root), "truncated patch");
+}
+
+#[test]
+fn unified_diffs_are_accepted_too() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    let mut client = codex(&root);
+    let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-alpha\n+ALPHA\n";
+    let (is_error, text) = client.call("apply_patch", json!({"input": diff}));
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "Success. Updated the following files:\nM a.txt\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "ALPHA\n"
+    );
+}
+
+#[test]
+fn shell_runs_an_argv_and_answers_like_codex() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("here.txt"), "x").unwrap();
+    let mut client = codex(&root);
+
+    let (is_error, output, code) = shell(&mut client, json!({"command": ["ls"]}));
+    assert!(!is_error);
+    assert_eq!((output.as_str(), code), ("here.txt\n", 0));
+
+    // stdout then stderr, in one output; a non-zero exit is reported as a
+    // failed call, as codex marks it.
+    let (is_error, output, code) = shell(
+        &mut client,
+        json!({"command": ["bash", "-c", "echo err >&2; echo out; exit 3"]}),
+    );
+    assert!(is_error);
+    assert_eq!((output.as_str(), code), ("out\nerr\n", 3));
+
+    // No shell in between: the argument arrives as written.
+    let (_, output, _) = shell(
+        &mut client,
+        json!({"command": ["printf", "%s|", "$HOME", "a b"]}),
+    );
+    assert_eq!(output, "$HOME|a b|");
+
+    // A missing program is a plain-text failure naming it.
+    let (is_error, text) = client.call("shell", json!({"command": ["no-such-program-here-7"]}));
+    assert!(is_error);
+    assert!(text.contains("no-such-program-here-7"), "{text}");
+}
+
+#[test]
+fn shell_workdir_is_confined_to_the_root() {
+    let (outer, root) = sandbox();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let mut client = codex(&root);
+    let (is_error, output, _) = shell(&mut client, json!({"command": ["pwd"], "workdir": "sub"}));
+    assert!(!is_error);
+    assert_eq!(output.trim_end(), root.join("sub").to_str().unwrap());
+
+    for outside in ["..", outer.path().to_str().unwrap(), "/"] {
+        let (is_error, text) =
+            client.call("shell", json!({"command": ["pwd"], "workdir": outside}));
+        assert!(is_error, "{outside}: {text}");
+        assert!(!text.starts_with('{'), "{text}");
+        assert!(text.contains("workspace root"), "{outside}: {text}");
+    }
+    let (is_error, text) = client.call("shell", json!({"command": ["pwd"], "workdir": "nope"}));
+    assert!(is_error, "{text}");
+    let (is_error, text) = client.call("shell", json!({"command": []}));
+    assert!(is_error, "{text}");
+}
+
+#[test]
+fn shell_timeout_answers_with_the_output_so_far_and_124() {
+    let (_outer, root) = sandbox();
+    let mut client = codex(&root);
+    let (is_error, output, code) = shell(
+        &mut client,
+        json!({"command": ["bash", "-c", "echo started; sleep 30"], "timeout_ms": 300}),
+    );
+    assert!(is_error);
+    assert_eq!(code, 124);
+    assert!(
+        output.starts_with("command timed out after ")
+            && output.ends_with(" milliseconds\nstarted\n"),
+        "{output}"
+    );
+}
