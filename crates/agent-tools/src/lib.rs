@@ -23,6 +23,52 @@
 //! callers want). There is no agent loop and no transport here: the
 //! `agent-tools-mcp` crate serves a surface over MCP, and an agent can call
 //! it directly.
+//!
+//! A surface of one tool, bound to the pipeline (arguments are validated
+//! against the schema generated from `ShoutArgs` before the handler runs):
+//!
+//! ```
+//! use agent_tools::{
+//!     AgentTools, CallContext, CallOutcome, Config, Failure, Hints, StartupError, Surface,
+//!     ToolDef, ToolResult,
+//! };
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct ShoutArgs {
+//!     /// What to say.
+//!     text: String,
+//! }
+//!
+//! fn shout(_: &(), args: ShoutArgs, _: &CallContext) -> ToolResult<String> {
+//!     Ok(args.text.to_uppercase())
+//! }
+//!
+//! #[derive(Default)]
+//! struct Loud;
+//!
+//! impl Surface for Loud {
+//!     type State = ();
+//!     fn name(&self) -> &'static str { "loud" }
+//!     fn summary(&self) -> &'static str { "one tool that shouts" }
+//!     fn instructions(&self) -> &'static str { "Call shout." }
+//!     fn open(&self, _: &Config) -> Result<(), StartupError> { Ok(()) }
+//!     fn tools(&self) -> Vec<ToolDef<()>> {
+//!         vec![ToolDef::typed("shout", "Says text louder.", false, shout).titled("Shout", Hints::READ)]
+//!     }
+//!     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
+//!         CallOutcome::error_text(failure.error.message().to_string(), failure.cause())
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), StartupError> {
+//! let root = std::env::temp_dir();
+//! let tools = AgentTools::with_surface(Config::builder(&root).build()?, Loud)?;
+//! assert_eq!(tools.call("shout", serde_json::json!({"text": "hi"})).text, "HI");
+//! assert!(tools.call("shout", serde_json::json!({"txt": "hi"})).is_error);
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -199,3 +199,9 @@ mod surface_tests {
         assert!(!bash.read_only && bash.destructive && !bash.idempotent && bash.open_world);
     }
 }
+
+/// The README's Rust examples, compiled as doctests so they cannot drift
+/// from the API (the README is written against this crate and the host).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
