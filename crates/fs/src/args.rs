@@ -27,7 +27,7 @@ pub struct ReadFileArgs {
     /// (keeping their real line numbers). 0 is invalid.
     #[serde(default = "default_offset")]
     pub offset: i64,
-    /// Maximum number of lines to return.
+    /// Maximum number of lines to return (default 2000, at least 1).
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1))]
     pub limit: u64,
@@ -55,7 +55,8 @@ pub struct ListDirArgs {
     /// listing; the footer gives the offset to continue from.
     #[serde(default)]
     pub offset: u64,
-    /// Show at most this many entries. Omit for all that fit the output.
+    /// Show at most this many entries (at least 1). Omit for all that fit
+    /// the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
@@ -79,7 +80,8 @@ pub struct GlobArgs {
     /// result list; the footer gives the offset to continue from.
     #[serde(default)]
     pub offset: u64,
-    /// Show at most this many files. Omit for all that fit the output.
+    /// Show at most this many files (at least 1). Omit for all that fit the
+    /// output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
@@ -135,7 +137,8 @@ pub struct GrepArgs {
     /// Let matches span lines: `.` matches `\n`.
     #[serde(default)]
     pub multiline: bool,
-    /// Lines of context before and after each match (content mode).
+    /// Lines of context before and after each match (content mode; default
+    /// 0).
     #[serde(default)]
     pub context: u32,
     /// Lines before each match (content mode); overrides `context` on that side.
@@ -145,7 +148,7 @@ pub struct GrepArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_context: Option<u32>,
     /// Return at most this many results (files, or matching lines in content
-    /// mode). Omit for all.
+    /// mode; at least 1). Omit for all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub head_limit: Option<u64>,

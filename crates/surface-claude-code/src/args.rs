@@ -74,7 +74,7 @@ pub(crate) struct ReadArgs {
     /// long to read at once.
     #[serde(default)]
     pub offset: Option<u64>,
-    /// How many lines to read (2000 when omitted).
+    /// How many lines to read (2000 when omitted; at least 1).
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,

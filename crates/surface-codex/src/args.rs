@@ -23,8 +23,8 @@ pub(crate) struct ShellArgs {
     /// The directory to run in, inside the workspace; the root when omitted.
     #[serde(default)]
     pub(crate) workdir: Option<String>,
-    /// Maximum run time in milliseconds (default 120000); larger values
-    /// are capped at the server's maximum.
+    /// Maximum run time in milliseconds (default 120000, at least 1);
+    /// larger values are capped at the server's maximum.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(crate) timeout_ms: Option<u64>,

@@ -19,8 +19,8 @@ pub(crate) struct BashArgs {
     /// Working directory; the workspace root when omitted.
     #[serde(default)]
     pub(crate) cwd: Option<String>,
-    /// Maximum run time in milliseconds (default 120000); larger values are
-    /// capped at the server's maximum.
+    /// Maximum run time in milliseconds (default 120000, at least 1); larger
+    /// values are capped at the server's maximum.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(crate) timeout_ms: Option<u64>,

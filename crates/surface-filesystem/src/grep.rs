@@ -57,7 +57,7 @@ pub(crate) struct GrepArgs {
     #[serde(default)]
     #[schemars(range(max = 50))]
     context_lines: u32,
-    /// Most matching lines shown (default 500, at most 10000).
+    /// Most matching lines shown (default 500, at least 1, at most 10000).
     #[serde(default = "default_max_results")]
     #[schemars(range(min = 1, max = 10000))]
     max_results: u32,

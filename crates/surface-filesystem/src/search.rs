@@ -82,7 +82,7 @@ pub(crate) struct GlobSearchArgs {
     /// Glob patterns of entries to leave out.
     #[serde(default)]
     exclude_globs: Vec<String>,
-    /// The most paths returned (0 for no limit).
+    /// The most paths returned (default 1000; 0 for no limit).
     #[serde(default = "default_max")]
     max: u64,
 }

@@ -39,7 +39,8 @@ pub(crate) struct BashArgs {
     /// Absolute directory to run in (inside an allowed directory).
     #[serde(default)]
     working_directory: Option<String>,
-    /// Seconds before the command is stopped (default 30, at most 60).
+    /// Seconds before the command is stopped (default 30, at least 1, at
+    /// most 60).
     #[serde(default = "default_timeout")]
     #[schemars(range(min = 1, max = 60))]
     timeout: u64,

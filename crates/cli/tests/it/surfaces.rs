@@ -159,3 +159,58 @@ fn every_surface_renders_every_code_at_every_stage() {
     }
     insta::assert_snapshot!(table);
 }
+
+/// Codex strips `default`, `minimum` and `maximum` from a schema before its
+/// model sees it, so each default and each bound we chose is also written in
+/// the parameter's description (the schema's numbers come from the
+/// constants, so this keeps the words and the constants in step). Bounds
+/// that only restate the JSON type (0 for a count, 2^32 - 1, ±(2^53 - 1))
+/// are no choice of ours and need no words.
+#[test]
+fn every_default_and_bound_is_stated_in_its_description() {
+    const ONLY_THE_TYPE: [i64; 4] = [
+        0,
+        4_294_967_295,
+        9_007_199_254_740_991,
+        -9_007_199_254_740_991,
+    ];
+    let mut missing = Vec::new();
+    for choice in agent_tools_cli::surfaces() {
+        for tool in choice.every_tool() {
+            let schema = tool.input_schema();
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, property) in properties {
+                let description = property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                // The numbers written in the description, digits only
+                // (`120000` and `120,000` alike).
+                let written: Vec<String> = description
+                    .replace([',', '_'], "")
+                    .split(|c: char| !c.is_ascii_digit())
+                    .filter(|digits| !digits.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                for key in ["default", "minimum", "maximum"] {
+                    let Some(number) = property.get(key).and_then(Value::as_i64) else {
+                        continue;
+                    };
+                    if key != "default" && ONLY_THE_TYPE.contains(&number) {
+                        continue;
+                    }
+                    if !written.contains(&number.unsigned_abs().to_string()) {
+                        missing.push(format!(
+                            "{} {}.{name}: {key} {number} is not in {description:?}",
+                            choice.name(),
+                            tool.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
