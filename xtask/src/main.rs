@@ -54,7 +54,7 @@ pub struct BenchArgs {
     /// Run only this group (repeat for several).
     #[arg(long, value_enum, value_name = "NAME")]
     pub only: Vec<Group>,
-    /// Where to write the Markdown report [default: <target-dir>/bench-report.md].
+    /// Where to write the Markdown report [default: TARGET_DIR/bench-report.md].
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Number of files in the generated tree [default: 40000, 4000 with --quick].

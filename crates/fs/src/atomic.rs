@@ -721,7 +721,7 @@ pub fn sync_all_parallel(files: &[&std::fs::File]) -> Result<(), (usize, io::Err
 }
 
 /// A replacement written to its temporary file but not yet synced nor
-/// renamed into place: the first half of [`replace_expecting`], for callers
+/// renamed into place: the first half of `replace_expecting`, for callers
 /// that change many files at once and want to sync them together
 /// ([`commit_staged`]). Dropping it removes the temporary file, leaving the
 /// target as it was.
@@ -828,7 +828,7 @@ pub fn stage_replace(
 }
 
 /// Commits staged writes: syncs every temporary file (together, see
-/// [`sync_all_parallel`]), then, each target checked as [`replace`] checks
+/// [`sync_all_parallel`]), then, each target checked as `replace` checks
 /// it, renames each into place, then syncs each distinct directory once.
 ///
 /// A rename happens only after every temporary file is on disk, and a
