@@ -450,7 +450,7 @@ const END_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 /// Serves `tools` on stdin/stdout until the client closes the connection or
 /// `stop` completes (a termination signal, say). Either way every call still
 /// running is cancelled (its commands killed) and this returns at once
-/// (within [`END_GRACE`]), whatever stdin and stdout are and whatever the
+/// (within `END_GRACE`), whatever stdin and stdout are and whatever the
 /// calls do.
 pub async fn serve_stdio_with<T: ToolSet>(
     tools: T,

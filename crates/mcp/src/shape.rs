@@ -1,7 +1,7 @@
 //! The wire shape of what the server answers, by protocol version: the one
 //! place that decides it. Every response the stdio transport writes, the
 //! calls it answers itself and those the protocol library answers alike,
-//! passes through [`shape_message`] with the version of its request (the
+//! passes through `shape_message` with the version of its request (the
 //! version named in the request's `_meta`, else the one negotiated at
 //! `initialize`).
 //!

@@ -101,7 +101,7 @@ impl Skipped {
 }
 
 /// The note listing skipped paths, or nothing. Sorted, so the same tree
-/// always gives the same note; at most [`MAX_NAMED_SKIPS`] named.
+/// always gives the same note; at most `MAX_NAMED_SKIPS` named.
 pub fn skipped_note(skipped: &mut [Skipped]) -> String {
     if skipped.is_empty() {
         return String::new();
