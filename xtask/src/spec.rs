@@ -61,17 +61,17 @@ pub fn run(root: &Path, args: &SpecArgs) -> Result<()> {
     let surfaces = registered_surfaces();
     let spec_path = root.join("spec/SPEC.md");
     let readme_path = root.join("README.md");
-    let spec = std::fs::read_to_string(&spec_path).context("reading spec/SPEC.md")?;
+    let mut spec = std::fs::read_to_string(&spec_path).context("reading spec/SPEC.md")?;
     let readme = std::fs::read_to_string(&readme_path).context("reading README.md")?;
 
     if !args.check {
         let updated = with_dependency_block(&spec, &members)?;
         if updated != spec {
-            std::fs::write(&spec_path, updated).context("writing spec/SPEC.md")?;
+            std::fs::write(&spec_path, &updated).context("writing spec/SPEC.md")?;
             println!("spec/SPEC.md: dependency block rewritten");
+            spec = updated;
         }
     }
-    let spec = std::fs::read_to_string(&spec_path).context("reading spec/SPEC.md")?;
     let problems = check_all(&spec, &readme, &members, &surfaces);
     if problems.is_empty() {
         println!("SPEC.md and README.md agree with the code");

@@ -298,33 +298,17 @@ fn protect_vcs(paths: &[PathBuf]) -> Result<(), SandboxError> {
             reason: format!("{what}: {err}"),
         };
     for path in paths {
-        // Recursive, because a user namespace may not bind a folder
-        // without the mounts beneath it.
-        match mount(
-            Some(path),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        ) {
-            Ok(()) => {}
-            // Gone since it was found: nothing left to protect.
-            Err(nix::errno::Errno::ENOENT) => continue,
-            Err(err) => return Err(failed(path, "cannot bind it", &err)),
+        // Gone since it was found: nothing left to protect.
+        if !mounts::bind_onto_itself(path).map_err(|err| failed(path, "cannot bind it", &err))? {
+            continue;
         }
         // A remount in a user namespace must keep the flags the system
         // locked on the mount (nosuid, nodev, noexec, atime).
         let kept = statvfs(path)
             .map(|stat| locked_flags(stat.flags()))
             .map_err(|err| failed(path, "cannot read its mount flags", &err))?;
-        mount(
-            None::<&str>,
-            path,
-            None::<&str>,
-            MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | kept,
-            None::<&str>,
-        )
-        .map_err(|err| failed(path, "cannot make it read-only", &err))?;
+        mounts::remount_read_only(path, kept)
+            .map_err(|err| failed(path, "cannot make it read-only", &err))?;
     }
     Ok(())
 }

@@ -156,19 +156,7 @@ pub(crate) fn read_only_except(writable: &[PathBuf]) -> Result<(), MountFailure>
         reason: format!("{what}: {err}"),
     };
     for path in writable {
-        // Recursive, because a user namespace may not bind a folder
-        // without the mounts beneath it; those keep their own flags.
-        match mount(
-            Some(path),
-            path,
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            None::<&str>,
-        ) {
-            Ok(()) => {}
-            Err(Errno::ENOENT) => continue,
-            Err(err) => return Err(failed(path, "cannot bind it onto itself", &err)),
-        }
+        bind_onto_itself(path).map_err(|err| failed(path, "cannot bind it onto itself", &err))?;
     }
     let info = Path::new("/proc/self/mountinfo");
     let text = std::fs::read_to_string(info).map_err(|err| failed(info, "cannot read", &err))?;
@@ -193,16 +181,41 @@ pub(crate) fn read_only_except(writable: &[PathBuf]) -> Result<(), MountFailure>
         if !reachable {
             continue;
         }
-        mount(
-            None::<&str>,
-            point,
-            None::<&str>,
-            MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | entry.kept,
-            None::<&str>,
-        )
-        .map_err(|err| failed(point, "cannot make it read-only", &err))?;
+        remount_read_only(point, entry.kept)
+            .map_err(|err| failed(point, "cannot make it read-only", &err))?;
     }
     Ok(())
+}
+
+/// Bind-mounts `path` onto itself, so that it is a mount of its own whose
+/// flags can be changed apart from the mount it sits on. Recursive, because
+/// a user namespace may not bind a folder without the mounts beneath it;
+/// those keep their own flags. A path that is gone (removed since it was
+/// found) is left alone: `Ok(false)`.
+pub(crate) fn bind_onto_itself(path: &Path) -> Result<bool, Errno> {
+    match mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    ) {
+        Ok(()) => Ok(true),
+        Err(Errno::ENOENT) => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// Remounts the mount at `path` read-only, repeating `kept`: the flags a
+/// user namespace may not drop (nosuid, nodev, noexec, the atime mode).
+pub(crate) fn remount_read_only(path: &Path, kept: MsFlags) -> Result<(), Errno> {
+    mount(
+        None::<&str>,
+        path,
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | kept,
+        None::<&str>,
+    )
 }
 
 #[cfg(test)]

@@ -45,6 +45,25 @@ pub enum ClientError {
     Initialize(Value),
 }
 
+/// Reads the server's next message into `line` (reused, so a benchmark's
+/// loop allocates nothing) and parses it; `waiting_for` names the response
+/// awaited, for the error when stdout closes first. A free function, so a
+/// flood can read while its writer thread holds stdin.
+fn read_message(
+    stdout: &mut BufReader<ChildStdout>,
+    line: &mut String,
+    waiting_for: u64,
+) -> Result<Value, ClientError> {
+    line.clear();
+    if stdout.read_line(line)? == 0 {
+        return Err(ClientError::Closed { id: waiting_for });
+    }
+    serde_json::from_str(line).map_err(|source| ClientError::BadJson {
+        line: line.clone(),
+        source,
+    })
+}
+
 /// A running server child and the two ends of its stdio.
 pub struct McpClient {
     child: Child,
@@ -206,15 +225,7 @@ impl McpClient {
             return Ok(message);
         }
         loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line)? == 0 {
-                return Err(ClientError::Closed { id });
-            }
-            let message: Value =
-                serde_json::from_str(&self.line).map_err(|source| ClientError::BadJson {
-                    line: self.line.clone(),
-                    source,
-                })?;
+            let message = read_message(&mut self.stdout, &mut self.line, id)?;
             if message.get("method").is_some() && message.get("id").is_some() {
                 self.answer_server_request(&message)?;
                 continue;
@@ -265,15 +276,7 @@ impl McpClient {
                     id += 1;
                     continue;
                 }
-                self.line.clear();
-                if self.stdout.read_line(&mut self.line)? == 0 {
-                    return Err(ClientError::Closed { id });
-                }
-                let message: Value =
-                    serde_json::from_str(&self.line).map_err(|source| ClientError::BadJson {
-                        line: self.line.clone(),
-                        source,
-                    })?;
+                let message = read_message(&mut self.stdout, &mut self.line, id)?;
                 if let Some(got) = message.get("id").and_then(Value::as_u64)
                     && message.get("method").is_none()
                 {
