@@ -10,9 +10,8 @@ use agent_tools_confine::ConfinedPath;
 use agent_tools_fs::LineSpan;
 use agent_tools_text::decode_lossy;
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
+use crate::args::{FileArgs, ReadTextArgs};
 use crate::roots::{Need, Root, Roots};
 
 pub(crate) const READ_FILE: &str = "Read the complete contents of a file. `path` is an absolute \
@@ -28,28 +27,6 @@ files of any size. Give at most one of `head` and `tail`.";
 
 pub(crate) const READ_MEDIA_FILE: &str = "Read a file as base64 bytes with its MIME type: an \
 image item for images, an audio item for sounds, an embedded resource for anything else.";
-
-/// Arguments of `read_text_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ReadTextArgs {
-    /// Absolute path of the file.
-    path: String,
-    /// Only the first N lines.
-    #[serde(default)]
-    head: Option<u64>,
-    /// Only the last N lines.
-    #[serde(default)]
-    tail: Option<u64>,
-}
-
-/// Arguments of the tools that read one file.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileArgs {
-    /// Absolute path of the file.
-    path: String,
-}
 
 /// A file's bytes, read whole within the size limit.
 struct Bytes {

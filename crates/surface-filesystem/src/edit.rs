@@ -18,9 +18,8 @@ use agent_tools_fs::ecma::{EcmaBudget, EcmaError, EcmaRegex, EcmaStop, Template}
 use agent_tools_fs::tolerant::{self, Verdict};
 use agent_tools_fs::{Expected, FileStamp, open_regular, read_only, write_atomic};
 use agent_tools_text::{DecodeError, LineBreaks, LineEnding, TextFile, count_newlines};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
+use crate::args::{EditFileArgs, EditFilesArgs, EditItem};
 use crate::roots::{Need, Root, Roots};
 use crate::rpc_code;
 
@@ -29,66 +28,6 @@ const NO_CHANGES: &str = "(no changes)";
 
 /// The most files one `edit_files` call changes.
 pub const MAX_EDIT_FILES: usize = 1000;
-
-fn one() -> u64 {
-    1
-}
-
-/// One edit.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct EditItem {
-    /// Text to find (required): literal, or an ECMAScript regex with isRegex.
-    old_text: String,
-    /// Replacement text (default ""). With isRegex: \1-\9 or $1-$9 insert a
-    /// capture group (the pattern must have it), \0, $0 or $& the whole
-    /// match, $$ a literal $.
-    #[serde(default)]
-    new_text: String,
-    /// Most replacements (default 1; 0 = all). Above 1 (or 0) a literal
-    /// oldText may occur several times.
-    #[serde(default = "one")]
-    #[schemars(range(max = 1_000_000_000))]
-    limit: u64,
-    /// Treat oldText as an ECMAScript (JavaScript) regex: ^ and $ match at
-    /// every line, . does not cross lines (default false). Preview with
-    /// dryRun first.
-    #[serde(default)]
-    is_regex: bool,
-    /// Match case-insensitively (default false).
-    #[serde(default)]
-    case_insensitive: bool,
-}
-
-/// Arguments of `edit_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct EditFileArgs {
-    /// Absolute path of the file.
-    path: String,
-    /// Edits applied in order, each to the result of the one before; all
-    /// or none.
-    #[schemars(length(min = 1))]
-    edits: Vec<EditItem>,
-    /// Preview as a unified diff without writing (default false).
-    #[serde(default)]
-    dry_run: bool,
-}
-
-/// Arguments of `edit_files`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct EditFilesArgs {
-    /// Absolute paths and/or glob patterns (with *, ?, {, } or [).
-    #[schemars(length(min = 1))]
-    paths: Vec<String>,
-    /// The edits, as in edit_file, applied to every file.
-    #[schemars(length(min = 1))]
-    edits: Vec<EditItem>,
-    /// Preview every file's diff without writing (default false).
-    #[serde(default)]
-    dry_run: bool,
-}
 
 pub(crate) const EDIT_FILE: &str = "Edit a text file: each of `edits` replaces `oldText` with \
 `newText`, in order, all or nothing, written atomically. A literal oldText must occur exactly \

@@ -15,9 +15,8 @@ use agent_tools::{CallContext, ErrorCode, ToolError, ToolResult};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_fs::ecma::{EcmaBudget, EcmaMatcher, EcmaRegex, EcmaSearch, FileLines};
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
+use crate::args::GrepArgs;
 use crate::edit::split_glob;
 use crate::roots::{Need, Root, Roots};
 
@@ -27,41 +26,6 @@ pub const MAX_CONTEXT_LINES: u32 = 50;
 pub const DEFAULT_MAX_RESULTS: u32 = 500;
 /// The most `maxResults` may ask for.
 pub const MAX_RESULTS: u32 = 10_000;
-
-fn default_max_results() -> u32 {
-    DEFAULT_MAX_RESULTS
-}
-
-/// Arguments of `grep_files`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct GrepArgs {
-    /// ECMAScript (JavaScript) regex searched in file contents, line by
-    /// line (required).
-    regex: String,
-    /// Directory to search recursively; set it to restrict the search.
-    #[serde(default)]
-    directory: Option<String>,
-    /// File filters: relative globs are anchored to directory (or to the
-    /// first allowed directory), absolute ones used as they are.
-    #[serde(default)]
-    globs: Option<Vec<String>>,
-    /// Files to leave out (a pattern without / matches a name at any
-    /// depth).
-    #[serde(default)]
-    exclude_globs: Option<Vec<String>>,
-    /// Case-insensitive, like grep -i (default false).
-    #[serde(default)]
-    case_insensitive: bool,
-    /// Lines before and after each match, like grep -C (default 0, at most 50).
-    #[serde(default)]
-    #[schemars(range(max = 50))]
-    context_lines: u32,
-    /// Most matching lines shown (default 500, at least 1, at most 10000).
-    #[serde(default = "default_max_results")]
-    #[schemars(range(min = 1, max = 10000))]
-    max_results: u32,
-}
 
 pub(crate) const GREP_FILES: &str = "Search file contents with an ECMAScript (JavaScript) regex, \
 line by line (escape metacharacters such as \\. or \\* for a literal). Give `directory` to \

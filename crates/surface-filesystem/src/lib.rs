@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod args;
 mod content;
 mod edit;
 mod grep;
@@ -24,6 +25,7 @@ mod shell;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::args::{MoveArgs, NoArgs, PathArgs, ReadMultipleArgs, WriteArgs};
 use agent_tools::{
     AllowedRoot, CallContext, CallOutcome, Cause, Config, Content, ErrorCode, Failure, Hints,
     ProtocolError, Reply, RootAccess, Stage, StartupError, Surface, ToolDef, ToolError, ToolResult,
@@ -33,8 +35,6 @@ use agent_tools_fs::WriteFileArgs;
 use cap_std::fs::PermissionsExt as _;
 use roots::Need;
 pub use roots::{Root, Roots};
-use schemars::JsonSchema;
-use serde::Deserialize;
 pub use shell::{DEFAULT_TIMEOUT_SECS, KILL_GRACE, MAX_TIMEOUT_SECS, STREAM_BYTES};
 
 /// The surface's name, as `--surface` takes it.
@@ -89,48 +89,6 @@ An allowed directory, or a directory holding one, cannot be moved.";
 const DELETE_FILE: &str = "Delete a file, or a directory with everything in it. A symlink is \
 removed itself; what it points to is left alone. An allowed directory, or a directory holding \
 one, cannot be deleted.";
-
-/// Arguments of the tools that take one path.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct PathArgs {
-    /// Absolute path inside an allowed directory.
-    path: String,
-}
-
-/// Arguments of `read_multiple_files`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct ReadMultipleArgs {
-    /// Literal absolute file paths (at most 50; globs are not expanded).
-    #[schemars(length(min = 1, max = 50))]
-    paths: Vec<String>,
-}
-
-/// Arguments of `write_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct WriteArgs {
-    /// Absolute path of the file to write (parents are created).
-    path: String,
-    /// The whole new contents, UTF-8.
-    content: String,
-}
-
-/// Arguments of `move_file`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct MoveArgs {
-    /// Absolute path of the file or directory to move.
-    source: String,
-    /// Absolute path it moves to (must not exist; parents are created).
-    destination: String,
-}
-
-/// `list_allowed_directories` takes nothing.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 impl Surface for FilesystemSurface {
     type State = Roots;

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use agent_tools::{CallContext, Content, Reply, ToolError, ToolResult};
 use agent_tools_fs::{FindOptions, Found, Globs, Keep};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use crate::args::{GlobSearchArgs, SearchArgs, TreeArgs};
 use crate::roots::{Need, Roots};
 
 pub(crate) const SEARCH_FILES: &str = "Find files and directories by name: every entry under \
@@ -37,75 +37,10 @@ const LINE_OVERHEAD: usize = 1;
 /// Room kept in the output for the notes after the list.
 const NOTE_ROOM: usize = 512;
 
-// The older names `path`, `pattern` and `excludePatterns` are accepted,
-// not advertised (see SEARCH_LEGACY); the newer win.
-/// Arguments of `search_files`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct SearchArgs {
-    /// Absolute path of the directory to search recursively.
-    #[serde(default)]
-    directory: Option<String>,
-    /// Plain text the name must contain (case is ignored).
-    #[serde(default)]
-    #[schemars(length(min = 1))]
-    name_contains: Option<String>,
-    /// Glob patterns of entries to leave out.
-    #[serde(default)]
-    exclude_globs: Option<Vec<String>>,
-    /// Older name of `directory`.
-    #[serde(default)]
-    path: Option<String>,
-    /// Older name of `nameContains`; a glob when it holds `*`, `?`, `[`
-    /// or `{`.
-    #[serde(default)]
-    pattern: Option<String>,
-    /// Older name of `excludeGlobs`.
-    #[serde(default)]
-    exclude_patterns: Option<Vec<String>>,
-}
-
 /// The older names of `search_files`, accepted without being advertised.
 pub(crate) const SEARCH_LEGACY: &[&str] = &["path", "pattern", "excludePatterns"];
 /// What `search_files` advertises as required.
 pub(crate) const SEARCH_REQUIRED: &[&str] = &["directory", "nameContains"];
-
-/// Arguments of `glob_search`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct GlobSearchArgs {
-    /// Absolute path of the directory the globs are relative to.
-    directory: String,
-    /// Glob patterns, relative to `directory`.
-    #[schemars(length(min = 1))]
-    globs: Vec<String>,
-    /// Glob patterns of entries to leave out.
-    #[serde(default)]
-    exclude_globs: Vec<String>,
-    /// The most paths returned (default 1000; 0 for no limit).
-    #[serde(default = "default_max")]
-    max: u64,
-}
-
-fn default_max() -> u64 {
-    1000
-}
-
-// The reference server's `excludePatterns` is accepted, not advertised
-// (see TREE_LEGACY).
-/// Arguments of `directory_tree`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct TreeArgs {
-    /// Absolute path of the directory.
-    path: String,
-    /// Levels to show: omitted for all, 0 for the directory alone.
-    #[serde(default)]
-    depth: Option<u64>,
-    /// Glob patterns of entries to leave out.
-    #[serde(default)]
-    exclude_patterns: Vec<String>,
-}
 
 /// The hidden argument of `directory_tree`.
 pub(crate) const TREE_LEGACY: &[&str] = &["excludePatterns"];

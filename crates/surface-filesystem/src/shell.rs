@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use agent_tools::{CallContext, Content, Reply, ToolError, ToolResult};
 use agent_tools_bash::{OutputLimits, RunError, RunRequest};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
+use crate::args::BashArgs;
 use crate::roots::{Need, Roots};
 
 pub(crate) const BASH: &str = "Run a shell command with `/bin/sh -c`. `workingDirectory` is an \
@@ -28,27 +27,6 @@ pub const MAX_TIMEOUT_SECS: u64 = 60;
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// What each stream keeps; the rest is dropped with a note.
 pub const STREAM_BYTES: usize = 512 * 1024;
-
-/// Arguments of `bash`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct BashArgs {
-    /// The shell command.
-    #[schemars(length(min = 1))]
-    command: String,
-    /// Absolute directory to run in (inside an allowed directory).
-    #[serde(default)]
-    working_directory: Option<String>,
-    /// Seconds before the command is stopped (default 30, at least 1, at
-    /// most 60).
-    #[serde(default = "default_timeout")]
-    #[schemars(range(min = 1, max = 60))]
-    timeout: u64,
-}
-
-fn default_timeout() -> u64 {
-    DEFAULT_TIMEOUT_SECS
-}
 
 pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolResult<Reply> {
     if !(1..=MAX_TIMEOUT_SECS).contains(&args.timeout) {
