@@ -40,6 +40,7 @@
 
 mod background;
 mod capture;
+pub mod jobs;
 pub mod launcher;
 mod outcome;
 mod procs;
