@@ -131,7 +131,8 @@ impl SpillOpener {
         SpillOpener(Arc::new(open))
     }
 
-    pub(crate) fn open(&self, name: &str) -> io::Result<File> {
+    /// Opens (creates) the file `name`.
+    pub fn open(&self, name: &str) -> io::Result<File> {
         (self.0)(name)
     }
 }

@@ -38,10 +38,14 @@ use agent_tools::{Hints, ToolDef};
 mod args;
 mod bash;
 mod files;
+mod jobs;
 mod patch;
 mod services;
 
-pub use bash::{CommandLine, SPILL_DIR, run_command, sandbox_refusal_note};
+pub use bash::{
+    CommandLine, SPILL_DIR, job_log_file, job_request, run_command, sandbox_refusal_note,
+};
+pub use jobs::DefaultSession;
 pub use patch::apply_patch_text;
 pub use services::Services;
 
@@ -63,7 +67,7 @@ pub fn open(config: Config) -> Result<AgentTools, StartupError> {
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
-const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
+const TITLES_AND_HINTS: [(&str, &str, Hints); 14] = [
     ("read_file", "Read file", Hints::READ),
     ("list_dir", "List directory", Hints::READ),
     ("glob", "Find files by glob", Hints::READ),
@@ -75,6 +79,11 @@ const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
     ("multi_edit", "Edit file in several steps", Hints::EDIT),
     ("apply_patch", "Apply patch", Hints::EDIT),
     ("bash", "Run shell command", Hints::RUN),
+    ("job_start", "Start background job", Hints::RUN),
+    ("job_read", "Read job output", jobs::READ_JOB),
+    ("job_write", "Type into job", Hints::RUN),
+    ("job_kill", "Stop job", jobs::STOP_JOB),
+    ("job_list", "List jobs", Hints::READ),
 ];
 
 impl Surface for DefaultSurface {
@@ -118,6 +127,11 @@ impl Surface for DefaultSurface {
         all()
     }
 
+    fn new_session(&self) -> agent_tools::Session {
+        // The connection's jobs live, and die, with it.
+        agent_tools::Session::new(DefaultSession::default())
+    }
+
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
         // Every code, at every stage, is its envelope on this surface; the
         // snapshot of every code, stage and surface (tests/surfaces.rs) makes
@@ -135,6 +149,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
     tools.extend(files::write_tools());
     tools.push(patch::apply_patch_tool());
     tools.push(bash::bash_tool());
+    tools.extend(jobs::job_tools());
     tools
         .into_iter()
         .map(|tool| {

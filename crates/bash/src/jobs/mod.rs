@@ -62,7 +62,6 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::pty::{Winsize, openpty};
-use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use regex::Regex;
 
@@ -71,6 +70,7 @@ use crate::runner::{KILL_GRACE, Supervision, launch_command, signal_group};
 
 pub use keys::KEY_NAMES;
 pub use log::OutputStream;
+pub use nix::sys::signal::Signal;
 
 /// Running jobs one table allows at once (default).
 pub const DEFAULT_MAX_RUNNING_JOBS: usize = 32;
