@@ -59,6 +59,9 @@ impl DefaultSession {
     }
 }
 
+/// The shell jobs run in when it is there (else `/bin/sh`).
+const JOB_SHELL: &str = "/bin/bash";
+
 /// How long `job_start` waits by default (ms).
 pub const START_WAIT_MS: u64 = 1000;
 /// How long `job_write` waits by default (ms).
@@ -66,7 +69,7 @@ pub const WRITE_WAIT_MS: u64 = 500;
 /// The longest wait a call may ask for (ms).
 pub const MAX_WAIT_MS: u64 = 30_000;
 
-const JOB_START: &str = "Start a shell command (`sh -c`) as a job that keeps running after this call: \
+const JOB_START: &str = "Start a shell command (`bash -c`) as a job that keeps running after this call: \
 a dev server, a watcher, a REPL, a command that prompts. Returns {job_id, status, pid, output, ...} as \
 JSON. tty=true runs it in a terminal (needed to type into it: REPLs, prompts, ssh); otherwise stdin is \
 closed and stdout/stderr are pipes. The call waits up to wait_ms (default 1000, at most 30000) and ends \
@@ -132,7 +135,7 @@ pub(crate) struct JobStartArgs {
     #[serde(default)]
     #[schemars(length(max = 65536))]
     input: Option<String>,
-    /// Milliseconds to wait for output (default 1000).
+    /// Milliseconds to wait for output (default 1000, at most 30000).
     #[serde(default)]
     #[schemars(range(max = 30000))]
     wait_ms: Option<u64>,
@@ -140,11 +143,11 @@ pub(crate) struct JobStartArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = 1000))]
     wait_for: Option<String>,
-    /// Terminal width (default 120).
+    /// Terminal width (default 120, 20 to 400).
     #[serde(default)]
     #[schemars(range(min = 20, max = 400))]
     cols: Option<u16>,
-    /// Terminal height (default 40).
+    /// Terminal height (default 40, 5 to 200).
     #[serde(default)]
     #[schemars(range(min = 5, max = 200))]
     rows: Option<u16>,
@@ -160,12 +163,12 @@ pub(crate) struct JobReadArgs {
     /// what is new since the last read.
     #[serde(default)]
     from: Option<i64>,
-    /// The most bytes of output to return (default and ceiling: the
-    /// server's output budget).
+    /// The most bytes of output to return, at least 1 (default and
+    /// ceiling: the server's output budget).
     #[serde(default)]
     #[schemars(range(min = 1))]
     max_bytes: Option<u64>,
-    /// Milliseconds to wait for output (default 0).
+    /// Milliseconds to wait for output (default 0, at most 30000).
     #[serde(default)]
     #[schemars(range(max = 30000))]
     wait_ms: Option<u64>,
@@ -192,7 +195,7 @@ pub(crate) struct JobWriteArgs {
     #[serde(default)]
     #[schemars(length(max = 64))]
     keys: Option<Vec<String>>,
-    /// Milliseconds to wait for output (default 500).
+    /// Milliseconds to wait for output (default 500, at most 30000).
     #[serde(default)]
     #[schemars(range(max = 30000))]
     wait_ms: Option<u64>,
@@ -295,12 +298,18 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
         ));
     }
     let wait = wait(args.wait_ms, START_WAIT_MS, args.wait_for.as_deref())?;
-    let request: RunRequest = job_request(
+    let mut request: RunRequest = job_request(
         services,
         CommandLine::Shell(args.command),
         args.cwd.as_deref(),
         "cwd must be a directory",
     )?;
+    if std::path::Path::new(JOB_SHELL).exists() {
+        // bash, unlike a plain sh, does not die of a Ctrl-C its foreground
+        // program handled (a REPL's KeyboardInterrupt) once that program
+        // exits normally.
+        request = request.with_shell(JOB_SHELL);
+    }
     let mode = if args.tty {
         JobMode::Terminal {
             rows: args.rows.unwrap_or(DEFAULT_ROWS),

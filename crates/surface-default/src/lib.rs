@@ -1,5 +1,7 @@
 //! The default surface, `agent-tools`: nine tools (four read, five write or
-//! run) whose failures are JSON error envelopes.
+//! run) whose failures are JSON error envelopes, and five job tools for
+//! commands that outlive their call (`job_start`, `job_read`, `job_write`,
+//! `job_kill`, `job_list`).
 //!
 //! It depends on the host crate `agent-tools` like every other surface.
 //! Its state ([`Services`]: the config and the file tools) and its command
@@ -50,7 +52,8 @@ pub use patch::apply_patch_text;
 pub use services::Services;
 
 /// The default surface: `read_file`, `list_dir`, `glob`, `grep`,
-/// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`. Success
+/// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`, and the
+/// job tools. Success
 /// is the tool's text (bash's a JSON object); every failure is one text item
 /// holding the JSON envelope `{"error": code, "message": ...}`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -94,8 +97,9 @@ impl Surface for DefaultSurface {
     }
 
     fn summary(&self) -> &'static str {
-        "the nine agent-tools tools (read_file, list_dir, glob, grep, write_file, edit_file, \
-         multi_edit, apply_patch, bash), paths relative to one workspace root, errors as JSON \
+        "the agent-tools tools (read_file, list_dir, glob, grep, write_file, edit_file, \
+         multi_edit, apply_patch, bash, and the job tools job_start, job_read, job_write, \
+         job_kill, job_list), paths relative to one workspace root, errors as JSON \
          envelopes with stable codes"
     }
 

@@ -81,7 +81,10 @@ fn call_refuses_the_job_tools() {
             .unwrap();
         assert_eq!(output.status.code(), Some(2), "{tool}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("live only as long as the connection"), "{stderr}");
+        assert!(
+            stderr.contains("live only as long as the connection"),
+            "{stderr}"
+        );
     }
 }
 
@@ -106,7 +109,17 @@ fn tools_prints_every_tool_with_its_schema() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
+    );
 }
 
 #[test]

@@ -214,7 +214,14 @@ fn read_only_mode_hides_bash_and_the_writers() {
     let names: Vec<&str> = tools.list_tools().iter().map(|t| t.name()).collect();
     assert_eq!(
         names,
-        ["read_file", "list_dir", "glob", "grep", "job_read", "job_list"]
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
     );
     let calls = [
         ("bash", json!({"command": "echo pwned > a.txt"})),
