@@ -1,4 +1,5 @@
 //! Jobs over MCP stdio on the default surface: started, driven, read,
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 //! interrupted and killed by later calls; dead with their connection.
 
 use crate::mcp_client;
