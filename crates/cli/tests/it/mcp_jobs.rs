@@ -1,6 +1,6 @@
 //! Jobs over MCP stdio on the default surface: started, driven, read,
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 //! interrupted and killed by later calls; dead with their connection.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 use crate::mcp_client;
 use agent_tools_test_support::tree;
