@@ -108,6 +108,9 @@ pub enum Group {
     /// apply_patch of real commits as a fresh server's first call vs `git
     /// apply`.
     Writes,
+    /// job_start of `echo` until its line vs bash, and job_read of an idle
+    /// job vs read_file, over MCP stdio.
+    Jobs,
 }
 
 impl BenchArgs {

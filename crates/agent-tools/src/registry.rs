@@ -89,6 +89,7 @@ pub struct ToolSpec {
     bounded: bool,
     brief: bool,
     listed: bool,
+    connection_bound: bool,
 }
 
 impl ToolSpec {
@@ -139,6 +140,13 @@ impl ToolSpec {
     /// and the snapshot). An unlisted tool can still be called.
     pub fn listed(&self) -> bool {
         self.listed
+    }
+
+    /// Whether the tool works with what outlives one call (a job started
+    /// by an earlier call of the same connection), so that a one-shot call
+    /// with no connection behind it cannot use it.
+    pub fn connection_bound(&self) -> bool {
+        self.connection_bound
     }
 }
 
@@ -214,6 +222,7 @@ impl<S: 'static> ToolDef<S> {
                 bounded: false,
                 brief: false,
                 listed: true,
+                connection_bound: false,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
@@ -264,6 +273,13 @@ impl<S: 'static> ToolDef<S> {
     /// cut it.
     pub fn bounding_itself(mut self) -> ToolDef<S> {
         self.spec.bounded = true;
+        self
+    }
+
+    /// Marks the tool as working with what outlives one call (see
+    /// [`ToolSpec::connection_bound`]).
+    pub fn bound_to_connection(mut self) -> ToolDef<S> {
+        self.spec.connection_bound = true;
         self
     }
 

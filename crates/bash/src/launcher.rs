@@ -28,15 +28,19 @@
 //!    reason goes to stderr and the launcher exits with
 //!    [`EXIT_NOT_STARTED`]. The launcher's own work (signals, reaping,
 //!    reading `/proc`) needs no right the sandbox takes away.
-//! 6. Starts the shell as its child, in its own process group and session.
-//! 7. Waits. When the shell ends, it exits the same way: with the shell's
+//! 6. With [`TAKE_TERMINAL_ARG`] (a job in a pseudo-terminal), takes its
+//!    standard input as its controlling terminal, so the terminal's group
+//!    is the command's. A job's `SIGINT`, `SIGQUIT` and `SIGTSTP` (its
+//!    terminal keys) are left to the command.
+//! 7. Starts the shell as its child, in its own process group and session.
+//! 8. Waits. When the shell ends, it exits the same way: with the shell's
 //!    exit code, or by raising the signal that killed it. Background jobs
 //!    are left running, as without a launcher. With [`WAIT_FOR_DESCENDANTS_ARG`]
 //!    (a background command) it waits on until every descendant has ended
 //!    too, so that stopping the command later still reaches the ones that
 //!    left its process group: it has descendants exactly as long as it has
 //!    children, since orphans are handed to it.
-//! 8. On `SIGTERM` or `SIGINT` (the runner's group kill at a timeout or
+//! 9. On `SIGTERM`, or `SIGINT` for a plain command (the runner's group kill at a timeout or
 //!    cancellation reaches the launcher too) it `SIGKILL`s every descendant
 //!    that left the process group, which the group kill cannot reach, and
 //!    keeps waiting for the shell. On `SIGHUP` from a dead parent it kills
@@ -63,6 +67,13 @@ pub const PARENT_PID_ARG: &str = "--parent-pid";
 /// The argument (after the parent's pid) that keeps the launcher until
 /// every descendant of the shell has ended, not just the shell.
 pub const WAIT_FOR_DESCENDANTS_ARG: &str = "--wait-for-descendants";
+
+/// The argument (after [`WAIT_FOR_DESCENDANTS_ARG`]) that makes the
+/// launcher take its standard input, a pseudo-terminal's slave, as the
+/// controlling terminal of its new session: the terminal's Ctrl-C then
+/// reaches the command's process group as `SIGINT`, and the terminal's
+/// hang-up as `SIGHUP`.
+pub const TAKE_TERMINAL_ARG: &str = "--take-terminal";
 
 /// Exit code when the arguments are wrong.
 pub const EXIT_USAGE: i32 = 125;
@@ -94,6 +105,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         return usage();
     };
     let wait_for_descendants = args.next_if(|a| a == WAIT_FOR_DESCENDANTS_ARG).is_some();
+    let take_terminal = args.next_if(|a| a == TAKE_TERMINAL_ARG).is_some();
     let sandbox = match SandboxPolicy::take_args(&mut args) {
         Ok(sandbox) => sandbox,
         Err(err) => {
@@ -115,6 +127,13 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         Signal::SIGINT,
         Signal::SIGHUP,
         Signal::SIGCHLD,
+        // A job's terminal keys (Ctrl-\, Ctrl-Z) and terminal I/O reach the
+        // launcher's group too; they are meant for the command, and must
+        // neither kill nor stop the launcher. The child clears the mask.
+        Signal::SIGQUIT,
+        Signal::SIGTSTP,
+        Signal::SIGTTIN,
+        Signal::SIGTTOU,
     ] {
         signals.add(signal);
     }
@@ -131,6 +150,19 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         return EXIT_NOT_STARTED;
     }
     let _ = prctl::set_child_subreaper(true);
+    if take_terminal {
+        // Opening a terminal without O_NOCTTY in a session that has none
+        // makes it the session's controlling terminal (the standard library
+        // never adds O_NOCTTY); the descriptor itself is not needed after.
+        if let Err(err) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/proc/self/fd/0")
+        {
+            eprintln!("agent-tools launcher: cannot take the terminal: {err}");
+            return EXIT_NOT_STARTED;
+        }
+    }
     if let Some(policy) = &sandbox {
         // Partial coverage (a kernel older than the ruleset's ABI) is
         // reported once by the server at startup, not on every command.
@@ -198,7 +230,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         };
         match signal {
-            Some(Signal::SIGTERM | Signal::SIGINT) => kill_tree(false),
+            Some(Signal::SIGTERM) => kill_tree(false),
+            // A job's Ctrl-C is for the command, which gets it too; only a
+            // plain command's interrupt (a cancelled call) stops the tree.
+            Some(Signal::SIGINT) if !wait_for_descendants => kill_tree(false),
             Some(Signal::SIGHUP) if getppid().as_raw() != parent => kill_tree(true),
             _ => {}
         }
@@ -243,7 +278,7 @@ fn exec_unblocked(mut args: impl Iterator<Item = OsString>) -> i32 {
 
 fn usage() -> i32 {
     eprintln!(
-        "usage: {PARENT_PID_ARG} PID [{WAIT_FOR_DESCENDANTS_ARG}] [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]"
+        "usage: {PARENT_PID_ARG} PID [{WAIT_FOR_DESCENDANTS_ARG} [{TAKE_TERMINAL_ARG}]] [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]"
     );
     EXIT_USAGE
 }

@@ -38,8 +38,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-mod background;
 mod capture;
+pub mod jobs;
 pub mod launcher;
 mod outcome;
 mod procs;
@@ -47,7 +47,6 @@ mod request;
 mod runner;
 
 pub use agent_tools_sandbox as sandbox;
-pub use background::{BackgroundJob, BackgroundJobs, Stopped};
 pub use capture::json_escaped_len;
 pub use outcome::{RunError, RunOutcome, SIGNAL_EXIT_BASE, StreamName, signal_exit_code};
 pub use request::{

@@ -131,7 +131,8 @@ impl SpillOpener {
         SpillOpener(Arc::new(open))
     }
 
-    pub(crate) fn open(&self, name: &str) -> io::Result<File> {
+    /// Opens (creates) the file `name`.
+    pub fn open(&self, name: &str) -> io::Result<File> {
         (self.0)(name)
     }
 }
@@ -197,6 +198,7 @@ impl Launcher {
 pub struct RunRequest {
     command: String,
     argv: Option<Vec<String>>,
+    shell: Option<String>,
     cwd: PathBuf,
     spill_dir: PathBuf,
     spill_display_dir: Option<PathBuf>,
@@ -230,6 +232,7 @@ impl RunRequest {
         Ok(RunRequest {
             command,
             argv: None,
+            shell: None,
             cwd: cwd.into(),
             spill_dir: spill_dir.into(),
             spill_display_dir: None,
@@ -313,6 +316,13 @@ impl RunRequest {
         self
     }
 
+    /// Runs the command line with `shell -c` instead of [`SHELL`](crate::SHELL)
+    /// (no effect on an [`argv`](Self::argv) request).
+    pub fn with_shell(mut self, shell: impl Into<String>) -> Self {
+        self.shell = Some(shell.into());
+        self
+    }
+
     /// Starts the shell through `launcher` instead of directly.
     pub fn with_launcher(mut self, launcher: Launcher) -> Self {
         self.launcher = Some(launcher);
@@ -365,7 +375,10 @@ impl RunRequest {
                     .map_or(("", &[][..]), |(p, a)| (p.as_str(), a));
                 (program, args.iter().map(String::as_str).collect())
             }
-            None => (crate::runner::SHELL, vec!["-c", self.command.as_str()]),
+            None => (
+                self.shell.as_deref().unwrap_or(crate::runner::SHELL),
+                vec!["-c", self.command.as_str()],
+            ),
         }
     }
 

@@ -79,6 +79,10 @@ pub(crate) enum Supervision {
     /// Until the shell and every process it started have ended: a
     /// background command, which is stopped later as a whole.
     UntilAllEnd,
+    /// As [`UntilAllEnd`](Self::UntilAllEnd), and the launcher takes its
+    /// standard input (a pseudo-terminal's slave) as its controlling
+    /// terminal: a job in a terminal.
+    InTerminalUntilAllEnd,
 }
 
 /// The process that starts `req`'s program: the launcher (with the parent's
@@ -100,8 +104,11 @@ pub(crate) fn launch_command(req: &RunRequest, supervision: Supervision) -> Tool
                 .args(launcher.args())
                 .arg(crate::launcher::PARENT_PID_ARG)
                 .arg(std::process::id().to_string());
-            if supervision == Supervision::UntilAllEnd {
+            if supervision != Supervision::UntilShellEnds {
                 command.arg(crate::launcher::WAIT_FOR_DESCENDANTS_ARG);
+            }
+            if supervision == Supervision::InTerminalUntilAllEnd {
+                command.arg(crate::launcher::TAKE_TERMINAL_ARG);
             }
             if let Some(policy) = req.sandbox() {
                 command.args(policy.to_args());

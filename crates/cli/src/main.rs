@@ -327,6 +327,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             args,
         } => {
             let tools = workspace.open(false)?;
+            if tools
+                .list_tools()
+                .iter()
+                .any(|spec| spec.name() == tool && spec.connection_bound())
+            {
+                anyhow::bail!(
+                    "{tool} works with jobs, which live only as long as the connection that started them; a one-shot call has none: use `agent-tools mcp`"
+                );
+            }
             let text = if args == "-" {
                 let mut input = String::new();
                 std::io::stdin().read_to_string(&mut input)?;

@@ -50,8 +50,9 @@ answer its output, stdout then stderr. stdin is closed. timeout is in millisecon
 120000, at most 600000). A non-zero exit is an error result starting `Exit code N`. Output \
 over 30000 characters is saved to a file under .agent-tools/ and answered with a preview and \
 the file's path. run_in_background starts the command detached and answers at once with its \
-id and the file its output goes to (read it with Read); stop it with KillShell. Background \
-commands stop when the connection ends.";
+id and the file its output goes to; read its new output with BashOutput (or all of it with \
+TaskOutput, or the file with Read) and stop it with KillShell or TaskStop. Background commands \
+stop when the connection ends.";
 
 pub(crate) const KILL_SHELL: &str = "Stop a command started with Bash run_in_background, with \
 everything it started, by its id.";

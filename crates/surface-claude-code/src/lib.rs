@@ -36,6 +36,7 @@ mod read;
 mod search;
 mod session;
 mod shell;
+mod tasks;
 
 pub use messages::format_size;
 pub use session::{ClaudeCodeSession, MAX_BACKGROUND_JOBS, MAX_READ_RECORDS};
@@ -58,6 +59,14 @@ pub const OUTPUT_DIR: &str = ".agent-tools/claude-code";
 /// The Claude Code surface.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClaudeCodeSurface;
+
+/// BashOutput reads only, but what it returned is not returned again.
+const CONSUMING_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
 
 /// KillShell stops a process: destructive; a second call finds nothing to
 /// stop and changes nothing more.
@@ -126,7 +135,17 @@ impl Surface for ClaudeCodeSurface {
                 .titled("Run shell command", Hints::RUN)
                 .bounding_itself(),
             ToolDef::typed("KillShell", args::KILL_SHELL, true, shell::kill_shell)
-                .titled("Stop background command", STOP),
+                .titled("Stop background command", STOP)
+                .bound_to_connection(),
+            ToolDef::typed("BashOutput", tasks::BASH_OUTPUT, false, tasks::bash_output)
+                .titled("Read background command output", CONSUMING_READ)
+                .bound_to_connection(),
+            ToolDef::typed("TaskOutput", tasks::TASK_OUTPUT, false, tasks::task_output)
+                .titled("Get background task output", Hints::READ)
+                .bound_to_connection(),
+            ToolDef::typed("TaskStop", tasks::TASK_STOP, true, tasks::task_stop)
+                .titled("Stop background task", STOP)
+                .bound_to_connection(),
         ]
     }
 

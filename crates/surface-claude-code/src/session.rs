@@ -1,12 +1,11 @@
 //! The state of one connection: which files were read (and what was seen
 //! of them), and the commands running in the background.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agent_tools_bash::{BackgroundJob, BackgroundJobs, Stopped};
+use agent_tools_bash::jobs::{Job, JobError, JobLimits, JobSpec, JobStatus, JobTable};
 use agent_tools_fs::Seen;
 
 /// The most files a session remembers having read; past it the least
@@ -30,18 +29,34 @@ pub const MAX_BACKGROUND_JOBS: usize = 32;
 /// ```
 ///
 /// Dropping the session stops its background commands.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ClaudeCodeSession {
     reads: Mutex<Reads>,
-    jobs: BackgroundJobs,
-    commands: Mutex<BTreeMap<String, String>>,
-    next_job: AtomicU64,
+    /// Background commands; `bash_N` is the table's job N.
+    jobs: JobTable,
+}
+
+impl Default for ClaudeCodeSession {
+    fn default() -> Self {
+        ClaudeCodeSession {
+            reads: Mutex::default(),
+            jobs: JobTable::new(JobLimits {
+                max_running: MAX_BACKGROUND_JOBS,
+                ..JobLimits::default()
+            }),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Reads {
     seen: HashMap<PathBuf, (Seen, u64)>,
     clock: u64,
+}
+
+/// The id Claude Code shows for job `n`.
+fn job_name(n: u64) -> String {
+    format!("bash_{n}")
 }
 
 impl ClaudeCodeSession {
@@ -78,36 +93,38 @@ impl ClaudeCodeSession {
         self.lock_reads().seen.len()
     }
 
-    /// A fresh id for a background command: `bash_1`, `bash_2`, ...
-    pub(crate) fn next_job_id(&self) -> String {
-        format!("bash_{}", self.next_job.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-
-    /// How many background commands the session keeps.
+    /// How many background commands are running.
     pub fn background_count(&self) -> usize {
-        self.jobs.ids().len()
+        self.jobs
+            .list()
+            .iter()
+            .filter(|job| job.status().is_running())
+            .count()
     }
 
-    pub(crate) fn keep_job(&self, id: &str, command: &str, job: BackgroundJob) {
-        self.lock_commands()
-            .insert(id.to_owned(), command.to_owned());
-        self.jobs.insert(id, job);
+    /// Starts a background command; its id is `bash_N`.
+    pub(crate) fn start_job(&self, spec: JobSpec) -> Result<(String, Arc<Job>), JobError> {
+        let job = self.jobs.start(spec)?;
+        Ok((job_name(job.id()), job))
     }
 
-    /// Stops background command `id`; its command line and how it went, or
-    /// `None` when the session has no such command.
-    pub(crate) fn stop_job(&self, id: &str) -> Option<(String, Stopped)> {
-        let stopped = self.jobs.stop(id)?;
-        let command = self.lock_commands().remove(id).unwrap_or_default();
-        Some((command, stopped))
+    /// Background command `id` (`bash_N`).
+    pub(crate) fn job(&self, id: &str) -> Option<Arc<Job>> {
+        let n = id.strip_prefix("bash_")?.parse().ok()?;
+        self.jobs.get(n).ok()
+    }
+
+    /// Stops background command `id` and forgets it: its command line and
+    /// its status before the stop, or `None` when there is no such command.
+    pub(crate) fn stop_job(&self, id: &str) -> Option<(String, JobStatus)> {
+        let job = self.job(id)?;
+        let before = job.status();
+        let _ = self.jobs.remove(job.id());
+        Some((job.command().to_owned(), before))
     }
 
     fn lock_reads(&self) -> MutexGuard<'_, Reads> {
         self.reads.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn lock_commands(&self) -> MutexGuard<'_, BTreeMap<String, String>> {
-        self.commands.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -132,10 +149,21 @@ mod tests {
     }
 
     #[test]
-    fn job_ids_count_up() {
+    fn job_ids_count_up_and_unknown_ones_are_none() {
+        let dir = tempfile::tempdir().unwrap();
         let session = ClaudeCodeSession::new();
-        assert_eq!(session.next_job_id(), "bash_1");
-        assert_eq!(session.next_job_id(), "bash_2");
-        assert!(session.stop_job("bash_1").is_none());
+        let spec = || {
+            let request =
+                agent_tools_bash::RunRequest::new("true", dir.path(), dir.path()).unwrap();
+            JobSpec::new(request, agent_tools_bash::jobs::JobMode::Pipes)
+        };
+        assert_eq!(session.start_job(spec()).unwrap().0, "bash_1");
+        assert_eq!(session.start_job(spec()).unwrap().0, "bash_2");
+        assert!(session.job("bash_2").is_some());
+        assert!(session.job("bash_9").is_none());
+        assert!(session.job("task_1").is_none());
+        assert!(session.stop_job("bash_7").is_none());
+        assert_eq!(session.stop_job("bash_1").unwrap().0, "true");
+        assert!(session.job("bash_1").is_none());
     }
 }

@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use agent_tools::{CallContext, Content, ErrorCode, Reply, ToolResult};
-use agent_tools_bash::{BackgroundJob, RunError, RunRequest, Stopped};
+use agent_tools_bash::jobs::{JobMode, JobSpec, JobStatus};
+use agent_tools_bash::{RunError, RunRequest};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_surface_default::{CommandLine, Services};
 use cap_std::fs::OpenOptions;
@@ -222,9 +223,14 @@ fn background(services: &Services, args: BashArgs, call: &CallContext) -> ToolRe
         root.abs(),
         spill,
     )?);
-    let job = BackgroundJob::spawn(&request, file)?;
-    let id = session.next_job_id();
-    session.keep_job(&id, &args.command, job);
+    let spec = JobSpec::new(request, JobMode::Pipes).with_log_file(file, shown.clone());
+    let (id, _) = session.start_job(spec).map_err(|err| match err {
+        agent_tools_bash::jobs::JobError::TooManyRunning { limit } => thrown(
+            ErrorCode::InvalidInput,
+            messages::too_many_background(limit),
+        ),
+        other => other.into(),
+    })?;
     Ok(messages::background_started(&id, &shown))
 }
 
@@ -239,9 +245,9 @@ pub(crate) fn kill_shell(
             ErrorCode::NotFound,
             messages::no_shell(&args.shell_id),
         )),
-        Some((command, Stopped::Killed)) => Ok(messages::shell_killed(&args.shell_id, &command)),
-        Some((_, Stopped::AlreadyExited(status))) => {
-            let status = match status.code() {
+        Some((command, JobStatus::Running)) => Ok(messages::shell_killed(&args.shell_id, &command)),
+        Some((_, JobStatus::Exited { code, .. })) => {
+            let status = match code {
                 Some(code) => format!("exit code {code}"),
                 None => "ended by a signal".to_owned(),
             };

@@ -1,5 +1,7 @@
-//! The `codex` surface: the two tools codex gives its models, `apply_patch`
-//! (the patch text in `input`) and `shell` (an argv in `command`), over the
+//! The `codex` surface: the tools codex gives its models, `apply_patch`
+//! (the patch text in `input`), `shell` (an argv in `command`), and unified
+//! exec's `exec_command` and `write_stdin` (commands that keep running
+//! between calls, in pipes or a PTY, on the connection's job table), over the
 //! same engine as the default surface, answered in the shapes codex answers
 //! them (see SPEC section 10, "The codex surface").
 //!
@@ -23,6 +25,9 @@ use agent_tools_surface_default::{CommandLine, DefaultSurface, Services};
 use serde::Serialize;
 
 mod args;
+mod unified;
+
+pub use unified::CodexSession;
 
 use args::{ApplyPatchArgs, ShellArgs};
 
@@ -58,6 +63,12 @@ end. timeout_ms defaults to 120000 and is capped by the server; on timeout the p
 children are killed and the output so far is returned with exit code 124. Output beyond the \
 budget is saved complete under .agent-tools/spill/ and the file is named at the end of the output.";
 
+const EXEC_COMMAND: &str =
+    "Runs a command in a PTY, returning output or a session ID for ongoing interaction.";
+
+const WRITE_STDIN: &str =
+    "Writes characters to an existing unified exec session and returns recent output.";
+
 impl Surface for CodexSurface {
     type State = Services;
 
@@ -66,8 +77,9 @@ impl Surface for CodexSurface {
     }
 
     fn summary(&self) -> &'static str {
-        "the two tools codex gives its models: apply_patch (the patch in `input`) and shell \
-         (an argv in `command`), answered in codex's shapes, errors as plain text"
+        "the tools codex gives its models: apply_patch (the patch in `input`), shell \
+         (an argv in `command`) and exec_command/write_stdin (sessions that keep running), \
+         answered in codex's shapes, errors as plain text"
     }
 
     fn instructions(&self) -> &'static str {
@@ -90,7 +102,20 @@ impl Surface for CodexSurface {
             ToolDef::typed("shell", SHELL, true, shell)
                 .titled("Run command", Hints::RUN)
                 .bounding_itself(),
+            ToolDef::typed("exec_command", EXEC_COMMAND, true, unified::exec_command)
+                .titled("Run command in a session", Hints::RUN)
+                .bounding_itself()
+                .bound_to_connection(),
+            ToolDef::typed("write_stdin", WRITE_STDIN, true, unified::write_stdin)
+                .titled("Write to a command session", Hints::RUN)
+                .bounding_itself()
+                .bound_to_connection(),
         ]
+    }
+
+    fn new_session(&self) -> agent_tools::Session {
+        // The connection's processes live, and die, with it.
+        agent_tools::Session::new(CodexSession::default())
     }
 
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {

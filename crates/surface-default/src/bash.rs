@@ -88,6 +88,41 @@ pub fn run_command(
     agent_tools_bash::run(&request, call.cancel.flag())
 }
 
+/// The request a job of the default surface (and of the surfaces built on
+/// it) runs: `command` in `cwd` (the root when `None`; confined,
+/// `cwd_hint` names the argument in errors), through the configured
+/// launcher and sandbox, exactly as `bash` runs a command.
+pub fn job_request(
+    services: &Services,
+    command: CommandLine,
+    cwd: Option<&str>,
+    cwd_hint: &str,
+) -> ToolResult<RunRequest> {
+    let workspace = services.files.workspace();
+    let cwd = workspace.resolve_dir(cwd, cwd_hint)?;
+    let spill = spill_folder(workspace)?;
+    let request = match command {
+        CommandLine::Shell(line) => RunRequest::new(line, cwd.abs().to_path_buf(), spill.abs())?,
+        CommandLine::Argv(argv) => RunRequest::argv(argv, cwd.abs().to_path_buf(), spill.abs())?,
+    };
+    Ok(services.config.confine_command(request))
+}
+
+/// Creates the file `name` in the spill folder, through confinement, for a
+/// job's raw output.
+pub fn job_log_file(services: &Services, name: &str) -> ToolResult<std::fs::File> {
+    let workspace = services.files.workspace();
+    let spill = spill_folder(workspace)?;
+    confined_spill_opener(workspace, &spill)?
+        .open(name)
+        .map_err(|err| {
+            ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot create a job log: {err}"),
+            )
+        })
+}
+
 /// The spill folder, through confinement like any path: a planted
 /// `.agent-tools` symlink must not make the tool write outside the root.
 fn spill_folder(workspace: &Workspace) -> ToolResult<ConfinedPath> {

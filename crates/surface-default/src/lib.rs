@@ -1,5 +1,7 @@
 //! The default surface, `agent-tools`: nine tools (four read, five write or
-//! run) whose failures are JSON error envelopes.
+//! run) whose failures are JSON error envelopes, and five job tools for
+//! commands that outlive their call (`job_start`, `job_read`, `job_write`,
+//! `job_kill`, `job_list`).
 //!
 //! It depends on the host crate `agent-tools` like every other surface.
 //! Its state ([`Services`]: the config and the file tools) and its command
@@ -38,15 +40,20 @@ use agent_tools::{Hints, ToolDef};
 mod args;
 mod bash;
 mod files;
+mod jobs;
 mod patch;
 mod services;
 
-pub use bash::{CommandLine, SPILL_DIR, run_command, sandbox_refusal_note};
+pub use bash::{
+    CommandLine, SPILL_DIR, job_log_file, job_request, run_command, sandbox_refusal_note,
+};
+pub use jobs::DefaultSession;
 pub use patch::apply_patch_text;
 pub use services::Services;
 
 /// The default surface: `read_file`, `list_dir`, `glob`, `grep`,
-/// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`. Success
+/// `write_file`, `edit_file`, `multi_edit`, `apply_patch`, `bash`, and the
+/// job tools. Success
 /// is the tool's text (bash's a JSON object); every failure is one text item
 /// holding the JSON envelope `{"error": code, "message": ...}`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,7 +70,7 @@ pub fn open(config: Config) -> Result<AgentTools, StartupError> {
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
-const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
+const TITLES_AND_HINTS: [(&str, &str, Hints); 14] = [
     ("read_file", "Read file", Hints::READ),
     ("list_dir", "List directory", Hints::READ),
     ("glob", "Find files by glob", Hints::READ),
@@ -75,6 +82,11 @@ const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
     ("multi_edit", "Edit file in several steps", Hints::EDIT),
     ("apply_patch", "Apply patch", Hints::EDIT),
     ("bash", "Run shell command", Hints::RUN),
+    ("job_start", "Start background job", Hints::RUN),
+    ("job_read", "Read job output", jobs::READ_JOB),
+    ("job_write", "Type into job", Hints::RUN),
+    ("job_kill", "Stop job", jobs::STOP_JOB),
+    ("job_list", "List jobs", Hints::READ),
 ];
 
 impl Surface for DefaultSurface {
@@ -85,8 +97,9 @@ impl Surface for DefaultSurface {
     }
 
     fn summary(&self) -> &'static str {
-        "the nine agent-tools tools (read_file, list_dir, glob, grep, write_file, edit_file, \
-         multi_edit, apply_patch, bash), paths relative to one workspace root, errors as JSON \
+        "the agent-tools tools (read_file, list_dir, glob, grep, write_file, edit_file, \
+         multi_edit, apply_patch, bash, and the job tools job_start, job_read, job_write, \
+         job_kill, job_list), paths relative to one workspace root, errors as JSON \
          envelopes with stable codes"
     }
 
@@ -118,6 +131,11 @@ impl Surface for DefaultSurface {
         all()
     }
 
+    fn new_session(&self) -> agent_tools::Session {
+        // The connection's jobs live, and die, with it.
+        agent_tools::Session::new(DefaultSession::default())
+    }
+
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
         // Every code, at every stage, is its envelope on this surface; the
         // snapshot of every code, stage and surface (tests/surfaces.rs) makes
@@ -135,6 +153,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
     tools.extend(files::write_tools());
     tools.push(patch::apply_patch_tool());
     tools.push(bash::bash_tool());
+    tools.extend(jobs::job_tools());
     tools
         .into_iter()
         .map(|tool| {

@@ -51,7 +51,18 @@ fn read_only_surface_hides_mutating_tools_from_list_and_dispatch() {
     let dir = tempfile::tempdir().unwrap();
     let tools = crate::open(Config::builder(dir.path()).read_only(true).build().unwrap()).unwrap();
     let names: Vec<_> = tools.list_tools().iter().map(|t| t.name()).collect();
-    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    // The job readers stay: they only read (and find no job to read).
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
+    );
     for tool in agent_tools::offered_specs(&DefaultSurface, false)
         .iter()
         .filter(|t| t.mutating())
@@ -257,4 +268,112 @@ fn the_sandbox_policy_follows_the_root_and_the_mode() {
     }
     let off = Config::builder(dir.path()).build().unwrap();
     assert!(off.sandbox().is_none());
+}
+
+fn job_json(result: &agent_tools::DispatchResult) -> serde_json::Value {
+    assert!(!result.is_error, "{}", result.text);
+    serde_json::from_str(&result.text).unwrap()
+}
+
+#[test]
+fn jobs_start_read_write_and_die() {
+    let (_dir, tools) = workspace();
+    let started = job_json(&tools.call(
+        "job_start",
+        json!({"command": "echo one; sleep 0.3; echo two", "wait_for": "one"}),
+    ));
+    assert_eq!(started["job_id"], "job_1");
+    assert_eq!(started["status"], "running");
+    assert_eq!(started["output"], "one\n");
+    assert_eq!(started["matched"], true);
+    assert_eq!(
+        (started["from"].as_u64(), started["to"].as_u64()),
+        (Some(0), Some(4))
+    );
+    assert!(
+        started["log"]
+            .as_str()
+            .unwrap()
+            .starts_with(".agent-tools/spill/job-")
+    );
+    let read = job_json(&tools.call("job_read", json!({"job_id": "job_1", "wait_ms": 10000})));
+    assert_eq!(read["output"], "two\n");
+    let done = job_json(&tools.call(
+        "job_read",
+        json!({"job_id": "job_1", "wait_ms": 10000, "from": 0}),
+    ));
+    assert_eq!(done["status"], "exited");
+    assert_eq!(done["exit_code"], 0);
+    assert_eq!(done["output"], "one\ntwo\n");
+    let tail = job_json(&tools.call("job_read", json!({"job_id": "job_1", "from": -4})));
+    assert_eq!(tail["output"], "two\n");
+    let written = tools.call("job_write", json!({"job_id": "job_1", "input": "x"}));
+    assert_eq!(code(&written), Some(ErrorCode::InvalidInput));
+    assert!(written.text.contains("has exited"), "{}", written.text);
+    let list = job_json(&tools.call("job_list", json!({})));
+    assert_eq!(list["jobs"][0]["job_id"], "job_1");
+    assert_eq!(list["jobs"][0]["status"], "exited");
+    let killed = job_json(&tools.call("job_kill", json!({"job_id": "job_1"})));
+    assert_eq!(killed["status"], "exited");
+}
+
+#[test]
+fn job_calls_refuse_what_they_cannot_do() {
+    let (_dir, tools) = workspace();
+    let missing = tools.call("job_read", json!({"job_id": "job_9"}));
+    assert_eq!(code(&missing), Some(ErrorCode::NotFound));
+    let bad_id = tools.call("job_read", json!({"job_id": "nine"}));
+    assert_eq!(code(&bad_id), Some(ErrorCode::InvalidInput));
+    let no_tty = tools.call("job_start", json!({"command": "cat", "input": "x"}));
+    assert_eq!(code(&no_tty), Some(ErrorCode::InvalidInput));
+    let bad_regex = tools.call("job_start", json!({"command": "true", "wait_for": "("}));
+    assert_eq!(code(&bad_regex), Some(ErrorCode::InvalidInput));
+    let too_long = tools.call("job_start", json!({"command": "true", "wait_ms": 30001}));
+    assert_eq!(code(&too_long), Some(ErrorCode::InvalidInput));
+    let started = job_json(&tools.call(
+        "job_start",
+        json!({"command": "echo ready; sleep 30", "wait_for": "ready"}),
+    ));
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let text = tools.call("job_write", json!({"job_id": id, "input": "hello"}));
+    assert_eq!(code(&text), Some(ErrorCode::InvalidInput));
+    assert!(text.text.contains("no terminal"), "{}", text.text);
+    let empty = tools.call("job_write", json!({"job_id": id}));
+    assert_eq!(code(&empty), Some(ErrorCode::InvalidInput));
+    let interrupted = job_json(&tools.call(
+        "job_write",
+        json!({"job_id": id, "keys": ["C-c"], "wait_ms": 5000}),
+    ));
+    assert_eq!(interrupted["status"], "exited");
+    assert_eq!(interrupted["signal"], "SIGINT");
+}
+
+#[test]
+fn a_terminal_job_answers_a_prompt_and_shows_its_screen() {
+    let (_dir, tools) = workspace();
+    let started = job_json(&tools.call(
+        "job_start",
+        json!({"command": "printf 'Continue? (y/n) '; read a; echo \"got $a\"", "tty": true,
+               "wait_for": "\\(y/n\\) $", "rows": 10, "cols": 40}),
+    ));
+    assert_eq!(started["output"], "Continue? (y/n) ");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let answered = job_json(&tools.call(
+        "job_write",
+        json!({"job_id": id, "input": "y\n", "wait_ms": 5000, "wait_for": "got y"}),
+    ));
+    assert_eq!(answered["matched"], true);
+    assert!(
+        answered["output"].as_str().unwrap().contains("got y"),
+        "{answered}"
+    );
+    let screen = job_json(&tools.call("job_read", json!({"job_id": id, "screen": true})));
+    assert!(
+        screen["screen"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Continue? (y/n) y\ngot y"),
+        "{screen}"
+    );
+    assert_eq!(screen["screen"]["alternate_screen"], false);
 }

@@ -18,6 +18,7 @@ mod args;
 mod content;
 mod edit;
 mod grep;
+mod process;
 mod roots;
 mod search;
 mod shell;
@@ -33,6 +34,7 @@ use agent_tools::{
 use agent_tools_confine::{ConfinedPath, DirId, Workspace};
 use agent_tools_fs::WriteFileArgs;
 use cap_std::fs::PermissionsExt as _;
+pub use process::FilesystemSession;
 use roots::Need;
 pub use roots::{Root, Roots};
 pub use shell::{DEFAULT_TIMEOUT_SECS, KILL_GRACE, MAX_TIMEOUT_SECS, STREAM_BYTES};
@@ -90,6 +92,22 @@ const DELETE_FILE: &str = "Delete a file, or a directory with everything in it. 
 removed itself; what it points to is left alone. An allowed directory, or a directory holding \
 one, cannot be deleted.";
 
+/// read_process_output reads only, but its default read moves on.
+const PROCESS_READ: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
+
+/// force_terminate ends a process; a second call changes nothing more.
+const PROCESS_STOP: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    open_world: false,
+};
+
 impl Surface for FilesystemSurface {
     type State = Roots;
 
@@ -101,7 +119,8 @@ impl Surface for FilesystemSurface {
         "the tools of an MCP filesystem server (read_file, read_multiple_files, write_file, \
          create_directory, list_directory, directory_tree, get_file_info, \
          list_allowed_directories, move_file, delete_file, edit_file, edit_files, search_files, \
-         grep_files, glob_search, bash) over \
+         grep_files, glob_search, bash, and the process tools start_process, \
+         read_process_output, interact_with_process, force_terminate, list_sessions) over \
          several allowed directories, absolute paths, errors as JSON-RPC error codes"
     }
 
@@ -116,6 +135,11 @@ impl Surface for FilesystemSurface {
         // The same engine handles as the default surface, once per allowed
         // directory: a workspace, file tools and locks each.
         Roots::open(config)
+    }
+
+    fn new_session(&self) -> agent_tools::Session {
+        // The connection's processes live, and die, with it.
+        agent_tools::Session::new(process::FilesystemSession::default())
     }
 
     fn tools(&self) -> Vec<ToolDef<Roots>> {
@@ -195,6 +219,46 @@ impl Surface for FilesystemSurface {
             ToolDef::typed("bash", shell::BASH, true, shell::bash)
                 .titled("Run shell command", Hints::RUN)
                 .bounding_itself(),
+            ToolDef::typed(
+                "start_process",
+                process::START_PROCESS,
+                true,
+                process::start_process,
+            )
+            .titled("Start process", Hints::RUN)
+            .bound_to_connection(),
+            ToolDef::typed(
+                "read_process_output",
+                process::READ_PROCESS_OUTPUT,
+                false,
+                process::read_process_output,
+            )
+            .titled("Read process output", PROCESS_READ)
+            .bound_to_connection(),
+            ToolDef::typed(
+                "interact_with_process",
+                process::INTERACT_WITH_PROCESS,
+                true,
+                process::interact_with_process,
+            )
+            .titled("Send input to process", Hints::RUN)
+            .bound_to_connection(),
+            ToolDef::typed(
+                "force_terminate",
+                process::FORCE_TERMINATE,
+                true,
+                process::force_terminate,
+            )
+            .titled("Terminate process", PROCESS_STOP)
+            .bound_to_connection(),
+            ToolDef::typed(
+                "list_sessions",
+                process::LIST_SESSIONS,
+                false,
+                process::list_sessions,
+            )
+            .titled("List processes", Hints::READ)
+            .bound_to_connection(),
             ToolDef::typed(
                 "read_text_file",
                 content::READ_TEXT_FILE,

@@ -16,6 +16,7 @@ mod codex;
 mod edit;
 mod grep_files;
 mod index;
+mod jobs;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -61,6 +62,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Group::Tail,
         Group::Sandbox,
         Group::Writes,
+        Group::Jobs,
     ]
     .iter()
     .any(|g| args.wants(*g));
@@ -140,6 +142,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Writes) {
         emit(writes::writes(&ctx)?);
+    }
+    if args.wants(Group::Jobs) {
+        emit(jobs::jobs(&ctx)?);
     }
 
     let out = match &args.out {

@@ -70,6 +70,25 @@ fn call_with_bad_json_or_bad_root_fails_at_startup() {
 }
 
 #[test]
+fn call_refuses_the_job_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    for tool in ["job_start", "job_read", "job_list"] {
+        let output = agent_tools()
+            .args(["call", "--root"])
+            .arg(dir.path())
+            .args([tool, r#"{"command":"sleep 30"}"#])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{tool}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("live only as long as the connection"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn tools_prints_every_tool_with_its_schema() {
     let output = agent_tools().arg("tools").output().unwrap();
     assert!(output.status.success());
@@ -90,7 +109,17 @@ fn tools_prints_every_tool_with_its_schema() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
+    );
 }
 
 #[test]

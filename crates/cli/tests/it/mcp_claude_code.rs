@@ -268,3 +268,68 @@ fn a_small_read_is_not_held_back_by_reads_that_count_lines() {
         client.notify("notifications/cancelled", json!({"requestId": id}));
     }
 }
+
+/// The texts of a background command's life: BashOutput's new output by
+/// stream, TaskOutput's whole output after a blocking wait, TaskStop's
+/// answer, and the unknown-id errors.
+#[test]
+fn background_commands_are_read_and_stopped_in_claude_codes_words() {
+    let (_outer, root) = sandbox();
+    let mut client = claude_code(&root);
+    let mut transcript = String::new();
+    let mut step = |client: &mut McpClient, name: &str, args: serde_json::Value| {
+        let (is_error, text) = client.call(name, args.clone());
+        let text = text
+            .lines()
+            .map(|line| {
+                if line.starts_with("<timestamp>") {
+                    "<timestamp>[now]</timestamp>"
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let text = text.replace(&p(&root), "[root]");
+        // The output file's name holds the pid and the time.
+        let text = match (text.find("claude-code/"), text.find(".output")) {
+            (Some(a), Some(b)) if a < b => format!("{}[file]{}", &text[..a + 12], &text[b..]),
+            _ => text,
+        };
+        transcript.push_str(&format!("--- {name} {args} (error: {is_error})\n{text}\n"));
+    };
+    let command =
+        "echo out; echo err >&2; printf 'ok 1\\nno\\nok 2\\n'; sleep 0.5; echo late; exit 3";
+    step(
+        &mut client,
+        "Bash",
+        json!({"command": command, "run_in_background": true}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    step(
+        &mut client,
+        "BashOutput",
+        json!({"bash_id": "bash_1", "filter": "^(ok|out|err)"}),
+    );
+    step(
+        &mut client,
+        "TaskOutput",
+        json!({"task_id": "bash_1", "timeout": 10000}),
+    );
+    step(&mut client, "BashOutput", json!({"bash_id": "bash_1"}));
+    step(
+        &mut client,
+        "Bash",
+        json!({"command": "sleep 30", "run_in_background": true}),
+    );
+    step(
+        &mut client,
+        "TaskOutput",
+        json!({"task_id": "bash_2", "block": false}),
+    );
+    step(&mut client, "TaskStop", json!({"task_id": "bash_2"}));
+    step(&mut client, "TaskStop", json!({"shell_id": "bash_1"}));
+    step(&mut client, "TaskOutput", json!({"task_id": "bash_9"}));
+    step(&mut client, "BashOutput", json!({"bash_id": "bash_9"}));
+    insta::assert_snapshot!(transcript.replace(&format!("{}/", p(&root)), "[root]/"));
+}

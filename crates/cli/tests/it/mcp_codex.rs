@@ -34,7 +34,7 @@ fn shell(client: &mut McpClient, args: Value) -> (bool, String, i64) {
 }
 
 #[test]
-fn lists_the_two_codex_tools() {
+fn lists_the_codex_tools() {
     let (_outer, root) = sandbox();
     let mut client = codex(&root);
     let listed = client.request("tools/list", json!({}));
@@ -46,7 +46,10 @@ fn lists_the_two_codex_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["apply_patch", "shell"]);
+    assert_eq!(
+        names,
+        ["apply_patch", "shell", "exec_command", "write_stdin"]
+    );
 }
 
 #[test]
@@ -228,4 +231,61 @@ fn shell_timeout_answers_with_the_output_so_far_and_124() {
             && output.ends_with(" milliseconds\nstarted\n"),
         "{output}"
     );
+}
+
+/// A Python REPL through `exec_command` and `write_stdin`: an answer, a
+/// Ctrl-C (`\u0003`) that interrupts without ending it, and the exit; a
+/// session started by a connection dies with it.
+#[test]
+fn a_repl_session_is_driven_interrupted_and_ended() {
+    let (_outer, root) = sandbox();
+    let mut client = codex(&root);
+    let (is_error, text) = client.call(
+        "exec_command",
+        json!({"cmd": "python3 -q -i", "tty": true, "yield_time_ms": 2000}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("Process running with session ID 1000\n"),
+        "{text}"
+    );
+    let (_, text) = client.call(
+        "write_stdin",
+        json!({"session_id": 1000, "chars": "import time; time.sleep(30)\n", "yield_time_ms": 300}),
+    );
+    assert!(text.contains("session ID 1000"), "{text}");
+    let (_, text) = client.call(
+        "write_stdin",
+        json!({"session_id": 1000, "chars": "\u{3}", "yield_time_ms": 1500}),
+    );
+    assert!(text.contains("KeyboardInterrupt"), "{text}");
+    assert!(
+        text.contains("Process running with session ID 1000"),
+        "{text}"
+    );
+    let (_, text) = client.call(
+        "write_stdin",
+        json!({"session_id": 1000, "chars": "print(6 * 7)\nexit()\n", "yield_time_ms": 5000}),
+    );
+    assert!(text.contains("\n42\n"), "{text}");
+    assert!(text.contains("Process exited with code 0\n"), "{text}");
+    let (is_error, text) = client.call(
+        "exec_command",
+        json!({"cmd": format!("echo $$ > {}/pid; exec sleep 300", root.display()), "yield_time_ms": 500}),
+    );
+    assert!(!is_error, "{text}");
+    let pid: i32 = std::fs::read_to_string(root.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    client.shutdown();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session outlived its connection"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -39,6 +39,11 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
             "search_files",
             "glob_search",
             "bash",
+            "start_process",
+            "read_process_output",
+            "interact_with_process",
+            "force_terminate",
+            "list_sessions",
             "edit_file",
             "edit_files",
             "grep_files"
@@ -55,7 +60,8 @@ fn lists_the_filesystem_tools_with_titles_and_hints() {
         ] {
             assert!(hints[hint].is_boolean(), "{tool}");
         }
-        let open_world = tool["name"] == "bash";
+        let open_world = ["bash", "start_process", "interact_with_process"]
+            .contains(&tool["name"].as_str().unwrap());
         assert_eq!(hints["openWorldHint"], json!(open_world), "{tool}");
     }
 }
@@ -1398,4 +1404,91 @@ fn without_a_root_or_client_roots_every_path_is_refused_clearly() {
     assert_eq!(code, -32001);
     assert!(message.contains("no directory is allowed yet"), "{message}");
     assert_eq!(client.server_requests.get("roots/list"), None);
+}
+
+/// DesktopCommander's process tools: a Python REPL started in a terminal,
+/// driven to an answer, its output read by lines, listed and terminated.
+#[test]
+fn a_process_is_started_driven_read_and_terminated() {
+    let (_outer, root) = sandbox();
+    let mut client = filesystem(&root, &[]);
+    let started = filesystem_calls::ok1(
+        &mut client,
+        "start_process",
+        json!({"command": "python3 -q -i", "timeout_ms": 20000, "shell": "/bin/bash"}),
+    );
+    let pid: i64 = started
+        .strip_prefix("Process started with PID ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{started}"));
+    assert_eq!(
+        started,
+        format!(
+            "Process started with PID {pid} (shell: /bin/bash)\nInitial output:\n>>> \n🔄 Process {pid} is waiting for input (detected: \">>>\")"
+        )
+    );
+    let answered = filesystem_calls::ok1(
+        &mut client,
+        "interact_with_process",
+        json!({"pid": pid, "input": "print(6 * 7)"}),
+    );
+    assert_eq!(
+        answered,
+        format!(
+            "✅ Input executed in process {pid}:\n\n📤 Output:\n42\n🔄 Process {pid} is waiting for input (detected: \">>>\")"
+        )
+    );
+    let all = filesystem_calls::ok1(
+        &mut client,
+        "read_process_output",
+        json!({"pid": pid, "offset": 1}),
+    );
+    assert_eq!(
+        all,
+        "[Reading 2 lines from line 1 (total: 3 lines, 0 remaining)]\n\n42\n>>> "
+    );
+    let last = filesystem_calls::ok1(
+        &mut client,
+        "read_process_output",
+        json!({"pid": pid, "offset": -1}),
+    );
+    assert_eq!(last, "[Reading last 1 lines (total: 3 lines)]\n\n>>> ");
+    let none_new = filesystem_calls::ok1(
+        &mut client,
+        "read_process_output",
+        json!({"pid": pid, "timeout_ms": 300}),
+    );
+    assert_eq!(
+        none_new,
+        "[Reading 0 new lines (total: 3 lines)]\n\n(No output in requested range)"
+    );
+    let listed = filesystem_calls::ok1(&mut client, "list_sessions", json!({}));
+    assert!(
+        listed.starts_with(&format!("PID: {pid}, Blocked: true, Runtime: ")),
+        "{listed}"
+    );
+    let stopped = filesystem_calls::ok1(&mut client, "force_terminate", json!({"pid": pid}));
+    assert_eq!(
+        stopped,
+        format!("Successfully initiated termination of session {pid}")
+    );
+    let again = filesystem_calls::ok1(&mut client, "force_terminate", json!({"pid": pid}));
+    assert_eq!(again, format!("No active session found for PID {pid}"));
+    let ended = filesystem_calls::ok1(
+        &mut client,
+        "read_process_output",
+        json!({"pid": pid, "offset": -5}),
+    );
+    assert!(
+        ended.contains("\n\n✅ Process completed with exit code"),
+        "{ended}"
+    );
+    assert_eq!(
+        filesystem_calls::ok1(&mut client, "list_sessions", json!({})),
+        "No active sessions"
+    );
+    let (code, message) = rpc_error(&mut client, "read_process_output", json!({"pid": 1}));
+    assert_eq!(code, -32002, "{message}");
+    assert!(message.contains("No session found for PID 1"), "{message}");
 }

@@ -951,3 +951,32 @@ fn without_the_privilege_the_same_mounts_are_made_through_a_user_namespace() {
     let (mode, mtime, _) = mode_and_mtime(&root.join("inside.txt"));
     assert_eq!((mode & 0o777, mtime), (0o700, 978_307_200));
 }
+
+/// Jobs run in the sandbox like commands, in a terminal too: a write
+/// outside the root is refused, one inside it is not.
+#[test]
+fn jobs_in_pipes_and_in_a_terminal_stay_confined() {
+    if !landlock() {
+        return;
+    }
+    let (outer, root) = sandbox();
+    let out = outer.path().display().to_string();
+    let mut client = sandboxed(&root);
+    for tty in [false, true] {
+        let command = format!(
+            "touch {out}/escaped-{tty} 2>&1; echo \"outside $?\"; touch inside-{tty}; echo \"inside $?\""
+        );
+        let (is_error, text) = client.call(
+            "job_start",
+            json!({"command": command, "tty": tty, "wait_ms": 20000, "wait_for": "inside \\d"}),
+        );
+        assert!(!is_error, "{text}");
+        let job: Value = serde_json::from_str(&text).unwrap();
+        let output = job["output"].as_str().unwrap();
+        assert!(names_a_refused_write(output), "{output}");
+        assert!(output.contains("outside 1"), "{output}");
+        assert!(output.contains("inside 0"), "{output}");
+        assert!(!outer.path().join(format!("escaped-{tty}")).exists());
+        assert!(root.join(format!("inside-{tty}")).exists());
+    }
+}

@@ -212,9 +212,20 @@ fn read_only_mode_hides_bash_and_the_writers() {
     let before = std::fs::read(sb.path("a.txt")).unwrap();
     let tools = sb.tools_with(|b| b.read_only(true));
     let names: Vec<&str> = tools.list_tools().iter().map(|t| t.name()).collect();
-    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
+    );
     let calls = [
         ("bash", json!({"command": "echo pwned > a.txt"})),
+        ("job_start", json!({"command": "echo pwned > a.txt"})),
         ("write_file", json!({"path": "a.txt", "content": "pwned"})),
         (
             "edit_file",

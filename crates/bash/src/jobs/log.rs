@@ -1,0 +1,118 @@
+//! A job's output log: the newest bytes up to a cap, addressed by their
+//! offset in everything the job ever printed, with which stream each
+//! stretch came from.
+
+use std::collections::VecDeque;
+
+/// Which output stream bytes came from. A job in a terminal has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// Standard output (or the terminal).
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// The most stream switches remembered; past it the oldest are forgotten
+/// (their bytes count as the next run's stream), so a job alternating
+/// streams byte by byte cannot grow the list without bound.
+const MAX_RUNS: usize = 4096;
+
+#[derive(Debug)]
+pub(crate) struct OutputLog {
+    bytes: VecDeque<u8>,
+    /// Offset of `bytes[0]` in the whole output: what was dropped before.
+    base: u64,
+    cap: usize,
+    /// `(offset where a run starts, its stream)`, in order.
+    runs: VecDeque<(u64, OutputStream)>,
+}
+
+impl OutputLog {
+    pub(crate) fn new(cap: usize) -> Self {
+        OutputLog {
+            bytes: VecDeque::new(),
+            base: 0,
+            cap: cap.max(1),
+            runs: VecDeque::new(),
+        }
+    }
+
+    /// The offset just past the last byte ever appended.
+    pub(crate) fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// The first offset still kept; everything before it was dropped.
+    pub(crate) fn start(&self) -> u64 {
+        self.base
+    }
+
+    pub(crate) fn push(&mut self, stream: OutputStream, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        if self.runs.back().is_none_or(|(_, s)| *s != stream) {
+            self.runs.push_back((self.end(), stream));
+            if self.runs.len() > MAX_RUNS {
+                self.runs.pop_front();
+            }
+        }
+        self.bytes.extend(data);
+        if self.bytes.len() > self.cap {
+            let excess = self.bytes.len() - self.cap;
+            self.bytes.drain(..excess);
+            self.base += excess as u64;
+        }
+    }
+
+    /// The bytes of `[from, to)`, clamped to what is kept.
+    pub(crate) fn slice(&self, from: u64, to: u64) -> Vec<u8> {
+        let from = from.clamp(self.base, self.end());
+        let to = to.clamp(from, self.end());
+        let a = usize::try_from(from - self.base).unwrap_or(usize::MAX);
+        let b = usize::try_from(to - self.base).unwrap_or(usize::MAX);
+        self.bytes.range(a..b).copied().collect()
+    }
+
+    /// `[from, to)` cut where the stream changes: `(stream, start, end)`.
+    pub(crate) fn runs_in(&self, from: u64, to: u64) -> Vec<(OutputStream, u64, u64)> {
+        let mut out = Vec::new();
+        for (i, &(start, stream)) in self.runs.iter().enumerate() {
+            let end = self.runs.get(i + 1).map_or(u64::MAX, |(next, _)| *next);
+            let (a, b) = (start.max(from), end.min(to));
+            if a < b {
+                out.push((stream, a, b));
+            }
+        }
+        if out.is_empty() && from < to {
+            out.push((OutputStream::Stdout, from, to));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_bytes_with_their_offsets_and_streams() {
+        let mut log = OutputLog::new(10);
+        log.push(OutputStream::Stdout, b"012345");
+        log.push(OutputStream::Stderr, b"6789ab");
+        assert_eq!((log.start(), log.end()), (2, 12));
+        assert_eq!(log.slice(0, 100), b"23456789ab");
+        assert_eq!(log.slice(5, 8), b"567");
+        assert_eq!(
+            log.runs_in(4, 12),
+            [(OutputStream::Stdout, 4, 6), (OutputStream::Stderr, 6, 12)]
+        );
+        for _ in 0..(MAX_RUNS * 2) {
+            log.push(OutputStream::Stdout, b"x");
+            log.push(OutputStream::Stderr, b"y");
+        }
+        assert_eq!(log.runs.len(), MAX_RUNS);
+        assert_eq!(log.bytes.len(), 10);
+    }
+}

@@ -1,0 +1,1536 @@
+//! Jobs: commands that outlive the call that started them, read, typed
+//! into, interrupted and killed by later calls.
+//!
+//! A [`JobTable`] holds one connection's jobs. Each job runs through the
+//! same launcher and sandbox as a plain command ([`crate::run`]), in a
+//! session of its own, and stays under the launcher until every process it
+//! started has ended, so a kill reaches the whole tree (`setsid` children
+//! included). Dropping the table kills every job still running; a server
+//! that dies takes its jobs with it (the launcher's parent-death signal).
+//!
+//! * **Modes.** [`JobMode::Pipes`]: stdin `/dev/null`, stdout and stderr
+//!   kept apart; Ctrl-C, Ctrl-\ and Ctrl-Z become signals to the job's
+//!   process group. [`JobMode::Terminal`]: a pseudo-terminal that is the
+//!   job's controlling terminal (`isatty` is true, Ctrl-C typed is
+//!   `SIGINT`), stdout and stderr merged, a rendered screen on request.
+//! * **Output.** A log per job keeps the newest
+//!   [`JobLimits::max_log_bytes`]; what falls off the front is counted
+//!   ([`JobRead::dropped_bytes`]) and reading goes on, so a chatty job never
+//!   blocks. Reads go by cursor (new since the last cursor read) or by byte
+//!   offset, and come back as plain text: escapes stripped, carriage-return
+//!   progress lines collapsed, UTF-8 never split.
+//! * **Waits.** A read may wait ([`Wait`]): until the job exits, a pattern
+//!   shows in the new output, the output settles, or a deadline, bounded
+//!   by [`MAX_WAIT`] and the caller's cancel flag.
+//! * **Environment.** `PAGER`, `GIT_PAGER` and `GH_PAGER` are `cat` and
+//!   `NO_COLOR` is set, so no pager or colour code stalls or floods a job.
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use std::time::Duration;
+//! use agent_tools_bash::RunRequest;
+//! use agent_tools_bash::jobs::{JobLimits, JobMode, JobSpec, JobTable, ReadFrom, Wait};
+//!
+//! let dir = std::env::temp_dir();
+//! let table = JobTable::new(JobLimits::default());
+//! let request = RunRequest::new("echo ready; sleep 0.2; echo done", &dir, &dir).unwrap();
+//! let job = table.start(JobSpec::new(request, JobMode::Pipes)).unwrap();
+//! let wait = Wait::until_exit(Duration::from_secs(10));
+//! let read = job.read(ReadFrom::Cursor, 1 << 20, &wait, &AtomicBool::new(false));
+//! assert_eq!(read.text, "ready\ndone\n");
+//! assert!(!read.status.is_running());
+//! ```
+
+mod keys;
+mod log;
+mod plain;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use agent_tools_error::{ErrorCode, ToolError};
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::pty::{Winsize, openpty};
+use nix::unistd::Pid;
+use regex::Regex;
+
+use crate::request::RunRequest;
+use crate::runner::{KILL_GRACE, Supervision, launch_command, signal_group};
+
+pub use keys::KEY_NAMES;
+pub use log::OutputStream;
+pub use nix::sys::signal::Signal;
+
+/// Running jobs one table allows at once (default).
+pub const DEFAULT_MAX_RUNNING_JOBS: usize = 32;
+/// Running jobs in a terminal one table allows at once (default).
+pub const DEFAULT_MAX_TERMINAL_JOBS: usize = 16;
+/// Running jobs in a terminal the whole server allows at once: terminals
+/// are a system-wide resource.
+pub const MAX_TERMINAL_JOBS_PER_SERVER: usize = 64;
+/// Exited jobs one table keeps, with their logs (default); past it the
+/// oldest exited one is forgotten when a new job starts.
+pub const DEFAULT_MAX_EXITED_JOBS: usize = 64;
+/// The newest bytes of output kept per job (default): 8 MiB.
+pub const DEFAULT_MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
+/// The most bytes one write may send to a job (default): 64 KiB.
+pub const DEFAULT_MAX_WRITE_BYTES: usize = 64 * 1024;
+/// The longest any wait lasts, whatever was asked: under the 60 s after
+/// which common MCP clients give up on a call.
+pub const MAX_WAIT: Duration = Duration::from_millis(55_000);
+/// Without a pattern, a wait that has seen new output ends once the
+/// output has been quiet this long.
+pub const SETTLE: Duration = Duration::from_millis(300);
+/// After the job's last process exits, output still in flight is awaited
+/// at most this long.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(50);
+/// A write to a terminal that cannot go through this long (the program
+/// reads no input) is given up.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Terminal size of a job that asks for none.
+pub const DEFAULT_ROWS: u16 = 40;
+/// Terminal width of a job that asks for none.
+pub const DEFAULT_COLS: u16 = 120;
+/// Scrollback rows the screen of a terminal job keeps.
+const SCROLLBACK_ROWS: usize = 1000;
+/// How often a wait looks at the cancel flag, at the least.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+/// How much of the newest output a pattern is looked for in, per look.
+const PATTERN_WINDOW: u64 = 1024 * 1024;
+/// Bytes read from a job's output per read.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Terminal jobs running in this process, across tables.
+static TERMINALS_IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// The limits of one table; each refuses with its own [`JobError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobLimits {
+    /// Running jobs at once.
+    pub max_running: usize,
+    /// Running jobs in a terminal at once.
+    pub max_terminals: usize,
+    /// Exited jobs kept.
+    pub max_exited: usize,
+    /// Newest output bytes kept per job.
+    pub max_log_bytes: usize,
+    /// Bytes per write.
+    pub max_write_bytes: usize,
+}
+
+impl Default for JobLimits {
+    fn default() -> Self {
+        JobLimits {
+            max_running: DEFAULT_MAX_RUNNING_JOBS,
+            max_terminals: DEFAULT_MAX_TERMINAL_JOBS,
+            max_exited: DEFAULT_MAX_EXITED_JOBS,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
+        }
+    }
+}
+
+/// How a job's standard streams are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobMode {
+    /// stdin `/dev/null`, stdout and stderr two pipes.
+    Pipes,
+    /// A pseudo-terminal of this size, the job's controlling terminal.
+    Terminal {
+        /// Rows.
+        rows: u16,
+        /// Columns.
+        cols: u16,
+    },
+}
+
+impl JobMode {
+    /// A terminal of the default size.
+    pub const TERMINAL: JobMode = JobMode::Terminal {
+        rows: DEFAULT_ROWS,
+        cols: DEFAULT_COLS,
+    };
+
+    /// Whether the job has a terminal.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobMode::Terminal { .. })
+    }
+}
+
+/// What to start: the command (its working directory, launcher and
+/// sandbox), the mode, and environment variables besides the defaults.
+#[derive(Debug)]
+pub struct JobSpec {
+    request: RunRequest,
+    mode: JobMode,
+    env: Vec<(OsString, OsString)>,
+    log_file: Option<(File, String)>,
+}
+
+impl JobSpec {
+    /// A job running `request`'s command in `mode`. The request's timeout
+    /// and output limits do not apply: a job runs until it ends or is
+    /// killed, and its output goes to its log.
+    pub fn new(request: RunRequest, mode: JobMode) -> Self {
+        JobSpec {
+            request,
+            mode,
+            env: Vec::new(),
+            log_file: None,
+        }
+    }
+
+    /// Sets an environment variable for the command (after the defaults,
+    /// so it may replace one).
+    pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Also appends the raw output to `file` (shown to the caller as
+    /// `shown`), up to the log cap; past it a note ends the file.
+    pub fn with_log_file(mut self, file: File, shown: impl Into<String>) -> Self {
+        self.log_file = Some((file, shown.into()));
+        self
+    }
+}
+
+/// Why a job call was refused.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum JobError {
+    /// No job has this id (never had, or it was forgotten).
+    #[error("no job {0}; job_list shows the jobs there are")]
+    UnknownJob(u64),
+    /// The table runs its most jobs already.
+    #[error(
+        "{limit} jobs are running already, the most allowed at once; kill one you no longer need first"
+    )]
+    TooManyRunning {
+        /// The limit.
+        limit: usize,
+    },
+    /// The table (or the server) runs its most terminal jobs already.
+    #[error(
+        "{limit} jobs with a terminal are running already{scope}, the most allowed at once; kill one first or start this one without a terminal",
+        scope = if *server { " in this server" } else { "" }
+    )]
+    TooManyTerminals {
+        /// The limit.
+        limit: usize,
+        /// Whether the server-wide limit was reached.
+        server: bool,
+    },
+    /// The job has exited: nothing can be written to it.
+    #[error("job {0} has exited; it takes no more input")]
+    Exited(u64),
+    /// A write larger than allowed.
+    #[error(
+        "the input is {len} bytes, over the limit of {limit} bytes for one write; send it in parts"
+    )]
+    WriteTooLarge {
+        /// The size asked.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Text for a job without a terminal, whose stdin is `/dev/null`.
+    #[error(
+        "job {0} has no terminal and its stdin is closed: it takes only the keys C-c, C-\\ and C-z (sent as signals); start it with a terminal to type into it"
+    )]
+    NoStdin(u64),
+    /// A key name nobody knows, or one a job without a terminal cannot take.
+    #[error("unknown key {name:?}; keys are {names}", names = KEY_NAMES)]
+    UnknownKey {
+        /// The name given.
+        name: String,
+    },
+    /// The terminal took only part of a write in [`WRITE_TIMEOUT`].
+    #[error(
+        "the job read only {written} of {len} bytes in 2 s; it is not reading its input (busy, or stopped)"
+    )]
+    WriteStalled {
+        /// Bytes written.
+        written: usize,
+        /// Bytes asked.
+        len: usize,
+    },
+    /// The job could not be started.
+    #[error("{0}")]
+    Start(ToolError),
+}
+
+impl From<JobError> for ToolError {
+    fn from(err: JobError) -> ToolError {
+        let code = match &err {
+            JobError::UnknownJob(_) => ErrorCode::NotFound,
+            JobError::WriteTooLarge { .. } => ErrorCode::TooLarge,
+            JobError::WriteStalled { .. } => ErrorCode::Timeout,
+            JobError::Start(inner) => return inner.clone(),
+            JobError::TooManyRunning { .. }
+            | JobError::TooManyTerminals { .. }
+            | JobError::Exited(_)
+            | JobError::NoStdin(_)
+            | JobError::UnknownKey { .. } => ErrorCode::InvalidInput,
+        };
+        ToolError::new(code, err.to_string())
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Some process of the job is still running.
+    Running,
+    /// Every process of the job has ended.
+    Exited {
+        /// The shell's exit code, when it exited.
+        code: Option<i32>,
+        /// The signal that ended the shell (`SIGTERM`...), when one did.
+        signal: Option<String>,
+        /// Whether a kill through the table ended it.
+        killed: bool,
+    },
+}
+
+impl JobStatus {
+    /// Whether the job is still running.
+    pub fn is_running(&self) -> bool {
+        matches!(self, JobStatus::Running)
+    }
+
+    /// `"running"` or `"exited"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Exited { .. } => "exited",
+        }
+    }
+}
+
+/// Where a read starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// At the job's cursor, which the read then moves past what it
+    /// returned: each cursor read gives what is new since the last.
+    Cursor,
+    /// At this byte offset in everything the job printed (the cursor is
+    /// left alone). Offsets before the kept part start at its first byte.
+    Offset(u64),
+    /// This many bytes before the end (the cursor is left alone).
+    Tail(u64),
+}
+
+/// How long a read waits before it answers, and for what. Every wait ends
+/// when the job has exited (and its output is read), when the caller's
+/// cancel flag is set, and at [`MAX_WAIT`] at the latest.
+#[derive(Debug, Clone)]
+pub struct Wait {
+    /// The longest wait.
+    pub max: Duration,
+    /// End when the new output (as plain text) matches.
+    pub pattern: Option<Regex>,
+    /// End once there is new output and it has been quiet for [`SETTLE`].
+    pub settle: bool,
+}
+
+impl Wait {
+    /// No wait.
+    pub fn none() -> Self {
+        Wait {
+            max: Duration::ZERO,
+            pattern: None,
+            settle: false,
+        }
+    }
+
+    /// Until exit or `max`.
+    pub fn until_exit(max: Duration) -> Self {
+        Wait {
+            max,
+            pattern: None,
+            settle: false,
+        }
+    }
+
+    /// Until exit, `pattern` (when given, else settled output) or `max`:
+    /// the default surface's wait.
+    pub fn for_output(max: Duration, pattern: Option<Regex>) -> Self {
+        let settle = pattern.is_none();
+        Wait {
+            max,
+            pattern,
+            settle,
+        }
+    }
+}
+
+/// What a read returned.
+#[derive(Debug, Clone)]
+pub struct JobRead {
+    /// The first byte offset the text covers.
+    pub from: u64,
+    /// The offset just past the last byte it covers.
+    pub to: u64,
+    /// The offset just past the last byte printed so far.
+    pub end: u64,
+    /// The output in `[from, to)` as plain text.
+    pub text: String,
+    /// The same, cut where the stream changes (one part for a terminal).
+    pub parts: Vec<(OutputStream, String)>,
+    /// Whether output past `to` is there already.
+    pub more: bool,
+    /// Bytes that fell off the front of the log (over its cap).
+    pub dropped_bytes: u64,
+    /// With a pattern: whether it was seen.
+    pub matched: Option<bool>,
+    /// How long the read waited.
+    pub waited: Duration,
+    /// The job's status when the read returned.
+    pub status: JobStatus,
+}
+
+/// A terminal job's screen as a terminal would show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screen {
+    /// The visible rows, as text.
+    pub text: String,
+    /// Whether a full-screen program switched to the alternate screen.
+    pub alternate: bool,
+    /// The cursor's row and column.
+    pub cursor: (u16, u16),
+}
+
+/// One connection's jobs. Dropping it kills every job still running.
+#[derive(Debug)]
+pub struct JobTable {
+    limits: JobLimits,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    jobs: BTreeMap<u64, Arc<Job>>,
+    next_id: u64,
+}
+
+impl Default for JobTable {
+    fn default() -> Self {
+        JobTable::new(JobLimits::default())
+    }
+}
+
+impl JobTable {
+    /// An empty table with these limits.
+    pub fn new(limits: JobLimits) -> Self {
+        JobTable {
+            limits,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// The table's limits.
+    pub fn limits(&self) -> JobLimits {
+        self.limits
+    }
+
+    /// Starts a job; its id counts up from 1 in this table.
+    pub fn start(&self, spec: JobSpec) -> Result<Arc<Job>, JobError> {
+        let mut inner = self.lock();
+        let running: Vec<&Arc<Job>> = inner
+            .jobs
+            .values()
+            .filter(|job| job.status().is_running())
+            .collect();
+        if running.len() >= self.limits.max_running {
+            return Err(JobError::TooManyRunning {
+                limit: self.limits.max_running,
+            });
+        }
+        let terminal = spec.mode.is_terminal();
+        if terminal {
+            let in_table = running.iter().filter(|job| job.mode.is_terminal()).count();
+            if in_table >= self.limits.max_terminals {
+                return Err(JobError::TooManyTerminals {
+                    limit: self.limits.max_terminals,
+                    server: false,
+                });
+            }
+            if TERMINALS_IN_USE.fetch_add(1, Ordering::SeqCst) >= MAX_TERMINAL_JOBS_PER_SERVER {
+                TERMINALS_IN_USE.fetch_sub(1, Ordering::SeqCst);
+                return Err(JobError::TooManyTerminals {
+                    limit: MAX_TERMINAL_JOBS_PER_SERVER,
+                    server: true,
+                });
+            }
+        }
+        // Room for the new record: the oldest exited ones go first.
+        let exited: Vec<u64> = inner
+            .jobs
+            .iter()
+            .filter(|(_, job)| !job.status().is_running())
+            .map(|(id, _)| *id)
+            .collect();
+        let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
+        for id in exited.into_iter().take(excess) {
+            inner.jobs.remove(&id);
+        }
+        inner.next_id += 1;
+        let id = inner.next_id;
+        match Job::spawn(id, spec, &self.limits) {
+            Ok(job) => {
+                let job = Arc::new(job);
+                inner.jobs.insert(id, Arc::clone(&job));
+                Ok(job)
+            }
+            Err(err) => {
+                if terminal {
+                    TERMINALS_IN_USE.fetch_sub(1, Ordering::SeqCst);
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Job `id`.
+    pub fn get(&self, id: u64) -> Result<Arc<Job>, JobError> {
+        self.lock()
+            .jobs
+            .get(&id)
+            .cloned()
+            .ok_or(JobError::UnknownJob(id))
+    }
+
+    /// Every job kept, by id.
+    pub fn list(&self) -> Vec<Arc<Job>> {
+        self.lock().jobs.values().cloned().collect()
+    }
+
+    /// Forgets job `id` (its log with it), killing it first if it runs.
+    pub fn remove(&self, id: u64) -> Result<JobStatus, JobError> {
+        let job = self
+            .lock()
+            .jobs
+            .remove(&id)
+            .ok_or(JobError::UnknownJob(id))?;
+        Ok(job.kill(Signal::SIGTERM))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for JobTable {
+    fn drop(&mut self) {
+        let jobs: Vec<Arc<Job>> = std::mem::take(&mut self.lock().jobs)
+            .into_values()
+            .collect();
+        // Everything at once first, so the graces overlap.
+        for job in &jobs {
+            job.send(Signal::SIGTERM);
+        }
+        for job in &jobs {
+            job.kill(Signal::SIGTERM);
+        }
+    }
+}
+
+/// One job.
+#[derive(Debug)]
+pub struct Job {
+    id: u64,
+    pid: Pid,
+    command: String,
+    mode: JobMode,
+    started: Instant,
+    log_file: Option<String>,
+    max_write: usize,
+    shared: Arc<Shared>,
+    cursor: Mutex<u64>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    /// The terminal's master, for writes; gone once the job has exited.
+    writer: Mutex<Option<File>>,
+}
+
+struct State {
+    log: log::OutputLog,
+    status: Option<ExitStatus>,
+    exited_at: Option<Instant>,
+    killed: bool,
+    /// Every output stream has reached its end.
+    closed: bool,
+    last_output: Option<Instant>,
+    screen: Option<vt100::Parser>,
+    file: Option<LogFile>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("end", &self.log.end())
+            .field("status", &self.status)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+struct LogFile {
+    file: File,
+    room: usize,
+}
+
+impl State {
+    fn push(&mut self, stream: OutputStream, data: &[u8]) {
+        self.log.push(stream, data);
+        self.last_output = Some(Instant::now());
+        if let Some(screen) = &mut self.screen {
+            screen.process(data);
+        }
+        if let Some(log) = &mut self.file {
+            let take = data.len().min(log.room);
+            let ok = log.file.write_all(&data[..take]).is_ok();
+            log.room -= take;
+            if !ok || take < data.len() {
+                if ok {
+                    let _ = log.file.write_all(
+                        b"\n[the log file reached its cap; later output is only in memory]\n",
+                    );
+                }
+                self.file = None;
+            }
+        }
+    }
+}
+
+impl Job {
+    fn spawn(id: u64, spec: JobSpec, limits: &JobLimits) -> Result<Job, JobError> {
+        let JobSpec {
+            request,
+            mode,
+            env,
+            log_file,
+        } = spec;
+        let start_err = |what: &str, err: &dyn std::fmt::Display| {
+            JobError::Start(ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot {what}: {err}"),
+            ))
+        };
+        let cwd = request.cwd();
+        match std::fs::metadata(cwd) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(JobError::Start(ToolError::new(
+                    ErrorCode::NotAFile,
+                    format!("{}: not a directory", cwd.display()),
+                )));
+            }
+            Err(err) => return Err(JobError::Start(ToolError::from_io(&err, cwd))),
+        }
+        let (program, args) = request.program_and_args();
+        let supervision = if mode.is_terminal() {
+            Supervision::InTerminalUntilAllEnd
+        } else {
+            Supervision::UntilAllEnd
+        };
+        let mut command = launch_command(&request, supervision).map_err(JobError::Start)?;
+        command
+            .args(args)
+            .current_dir(cwd)
+            .env("PAGER", "cat")
+            .env("GIT_PAGER", "cat")
+            .env("GH_PAGER", "cat")
+            .env("NO_COLOR", "1");
+        let mut master = None;
+        let screen = match mode {
+            JobMode::Pipes => {
+                command
+                    .env("TERM", "dumb")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                None
+            }
+            JobMode::Terminal { rows, cols } => {
+                let (rows, cols) = (rows.max(2), cols.max(10));
+                let size = Winsize {
+                    ws_row: rows,
+                    ws_col: cols,
+                    ws_xpixel: 0,
+                    ws_ypixel: 0,
+                };
+                let pty =
+                    openpty(Some(&size), None).map_err(|err| start_err("open a terminal", &err))?;
+                let dup = |fd: &OwnedFd| {
+                    fd.try_clone()
+                        .map_err(|err| start_err("share the terminal", &err))
+                };
+                command
+                    .env("TERM", "xterm-256color")
+                    .env("COLUMNS", cols.to_string())
+                    .env("LINES", rows.to_string())
+                    // Python 3.13's own line editor draws with escapes the
+                    // plain text would lose; the basic one reads lines.
+                    .env("PYTHON_BASIC_REPL", "1")
+                    .stdin(Stdio::from(dup(&pty.slave)?))
+                    .stdout(Stdio::from(dup(&pty.slave)?))
+                    .stderr(Stdio::from(pty.slave));
+                master = Some(pty.master);
+                Some(vt100::Parser::new(
+                    std::num::NonZeroU16::new(rows).unwrap_or(std::num::NonZeroU16::MIN),
+                    std::num::NonZeroU16::new(cols).unwrap_or(std::num::NonZeroU16::MIN),
+                    SCROLLBACK_ROWS,
+                ))
+            }
+        };
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let spawned = command.spawn();
+        // The command keeps this process's copies of the terminal's slave:
+        // without dropping them the master would never see the end.
+        drop(command);
+        let mut child = spawned.map_err(|err| start_err(&format!("start {program}"), &err))?;
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let (file, shown) = match log_file {
+            Some((file, shown)) => (
+                Some(LogFile {
+                    file,
+                    room: limits.max_log_bytes,
+                }),
+                Some(shown),
+            ),
+            None => (None, None),
+        };
+        let writer = match &master {
+            Some(master) => {
+                // Writes must never block a call for long: the master is
+                // non-blocking (the reader polls it) and a write waits at
+                // most WRITE_TIMEOUT for room.
+                let _ = fcntl(master.as_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
+                master.try_clone().ok().map(File::from)
+            }
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                log: log::OutputLog::new(limits.max_log_bytes),
+                status: None,
+                exited_at: None,
+                killed: false,
+                closed: false,
+                last_output: None,
+                screen,
+                file,
+            }),
+            changed: Condvar::new(),
+            writer: Mutex::new(writer),
+        });
+        let sources: Vec<(File, OutputStream)> = match master {
+            Some(master) => vec![(File::from(master), OutputStream::Stdout)],
+            None => {
+                let mut sources = Vec::new();
+                if let Some(out) = child.stdout.take() {
+                    sources.push((File::from(OwnedFd::from(out)), OutputStream::Stdout));
+                }
+                if let Some(err) = child.stderr.take() {
+                    sources.push((File::from(OwnedFd::from(err)), OutputStream::Stderr));
+                }
+                sources
+            }
+        };
+        let terminal = mode.is_terminal();
+        let reaper_shared = Arc::clone(&shared);
+        let reaper = thread::Builder::new()
+            .name("job-reaper".into())
+            .stack_size(64 * 1024)
+            .spawn(move || reap(child, &reaper_shared, terminal));
+        if let Err(err) = reaper {
+            let _ = signal_group(pid, Some(Signal::SIGKILL), false);
+            return Err(start_err("start the reaper thread", &err));
+        }
+        let reader_shared = Arc::clone(&shared);
+        let reader = thread::Builder::new()
+            .name("job-output".into())
+            .stack_size(256 * 1024)
+            .spawn(move || pump(sources, &reader_shared));
+        if let Err(err) = reader {
+            let _ = signal_group(pid, Some(Signal::SIGKILL), false);
+            return Err(start_err("start the output thread", &err));
+        }
+        Ok(Job {
+            id,
+            pid,
+            command: request.command().to_owned(),
+            mode,
+            started: Instant::now(),
+            log_file: shown,
+            max_write: limits.max_write_bytes,
+            shared,
+            cursor: Mutex::new(0),
+        })
+    }
+
+    /// The job's id in its table.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The pid of the job's first process (the launcher's, whose process
+    /// group is the job's).
+    pub fn pid(&self) -> i32 {
+        self.pid.as_raw()
+    }
+
+    /// The command line.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// The job's mode.
+    pub fn mode(&self) -> JobMode {
+        self.mode
+    }
+
+    /// How long ago the job started.
+    pub fn runtime(&self) -> Duration {
+        let state = self.state();
+        match state.exited_at {
+            Some(at) => at.saturating_duration_since(self.started),
+            None => self.started.elapsed(),
+        }
+    }
+
+    /// The log file the output also goes to, as the caller named it.
+    pub fn log_file(&self) -> Option<&str> {
+        self.log_file.as_deref()
+    }
+
+    /// How long the job has printed nothing (since its start when it never
+    /// printed).
+    pub fn quiet_for(&self) -> Duration {
+        self.state().last_output.unwrap_or(self.started).elapsed()
+    }
+
+    /// The offset just past the last byte printed so far.
+    pub fn output_end(&self) -> u64 {
+        self.state().log.end()
+    }
+
+    /// Where the job is in its life.
+    pub fn status(&self) -> JobStatus {
+        status_of(&self.state())
+    }
+
+    /// Waits as `wait` says, then returns at most `max_bytes` of output
+    /// from `from`.
+    pub fn read(
+        &self,
+        from: ReadFrom,
+        max_bytes: usize,
+        wait: &Wait,
+        cancel: &AtomicBool,
+    ) -> JobRead {
+        let started = Instant::now();
+        let deadline = started + wait.max.min(MAX_WAIT);
+        let from_cursor = |f: ReadFrom| f == ReadFrom::Cursor;
+        let kind = from;
+        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state();
+        let origin = match from {
+            ReadFrom::Cursor => *cursor,
+            ReadFrom::Offset(offset) => offset,
+            ReadFrom::Tail(back) => state.log.end().saturating_sub(back),
+        };
+        let mut scanned = origin;
+        let mut matched = wait.pattern.as_ref().map(|_| false);
+        loop {
+            let now = Instant::now();
+            let end = state.log.end();
+            if let Some(pattern) = &wait.pattern
+                && end > scanned
+            {
+                let look_from = scanned
+                    .saturating_sub(1024)
+                    .max(origin)
+                    .max(end.saturating_sub(PATTERN_WINDOW));
+                if pattern.is_match(&plain::render(&state.log.slice(look_from, end))) {
+                    matched = Some(true);
+                    break;
+                }
+                scanned = end;
+            }
+            if let Some(at) = state.exited_at
+                && (state.closed || now >= at + EXIT_DRAIN)
+            {
+                break;
+            }
+            let mut slice = WAIT_SLICE;
+            if wait.settle
+                && end > origin
+                && let Some(last) = state.last_output
+            {
+                let quiet_until = last + SETTLE;
+                if now >= quiet_until {
+                    break;
+                }
+                slice = slice.min(quiet_until - now);
+            }
+            if now >= deadline || cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some(at) = state.exited_at {
+                slice = slice.min((at + EXIT_DRAIN).saturating_duration_since(now));
+            }
+            slice = slice.min(deadline - now).max(Duration::from_millis(1));
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, slice)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let finished = state.closed;
+        let log = &state.log;
+        let end = log.end();
+        let mut from = origin.clamp(log.start(), end);
+        let head = log.slice(from, (from + 3).min(end));
+        // Never start inside a character.
+        from += head.iter().take_while(|b| **b & 0xC0 == 0x80).count() as u64;
+        let mut to = end.min(from.saturating_add(max_bytes as u64));
+        if to < end || !finished {
+            let bytes = log.slice(from, to);
+            to -= plain::unfinished_tail(&bytes) as u64;
+        }
+        let bytes = log.slice(from, to);
+        let text = plain::render(&bytes);
+        let parts = log
+            .runs_in(from, to)
+            .into_iter()
+            .map(|(stream, a, b)| (stream, plain::render(&log.slice(a, b))))
+            .collect();
+        let read = JobRead {
+            from,
+            to,
+            end,
+            text,
+            parts,
+            more: to < end,
+            dropped_bytes: log.start(),
+            matched,
+            waited: started.elapsed(),
+            status: status_of(&state),
+        };
+        if from_cursor(kind) {
+            *cursor = read.to;
+        }
+        read
+    }
+
+    /// Types `input` and then `keys` (names, see [`KEY_NAMES`]) into a
+    /// terminal job. A job without a terminal takes only the keys (or raw
+    /// control characters) C-c, C-\ and C-z, sent as `SIGINT`, `SIGQUIT`
+    /// and `SIGTSTP` to its process group. Returns the bytes written (or
+    /// signals sent).
+    pub fn write(&self, input: &[u8], keys: &[String]) -> Result<usize, JobError> {
+        if !self.status().is_running() {
+            return Err(JobError::Exited(self.id));
+        }
+        if !self.mode.is_terminal() {
+            let mut signals = Vec::new();
+            for byte in input {
+                signals.push(keys::byte_signal(*byte).ok_or(JobError::NoStdin(self.id))?);
+            }
+            for key in keys {
+                match keys::key_signal(key) {
+                    Some(signal) => signals.push(signal),
+                    None if keys::key_bytes(key, false).is_some() => {
+                        return Err(JobError::NoStdin(self.id));
+                    }
+                    None => return Err(JobError::UnknownKey { name: key.clone() }),
+                }
+            }
+            for signal in &signals {
+                self.send(*signal);
+            }
+            return Ok(signals.len());
+        }
+        let application_cursor = self
+            .state()
+            .screen
+            .as_ref()
+            .is_some_and(|p| p.screen().application_cursor());
+        let mut bytes = input.to_vec();
+        for key in keys {
+            let seq = keys::key_bytes(key, application_cursor)
+                .ok_or_else(|| JobError::UnknownKey { name: key.clone() })?;
+            bytes.extend(seq);
+        }
+        if bytes.len() > self.max_write {
+            return Err(JobError::WriteTooLarge {
+                len: bytes.len(),
+                limit: self.max_write,
+            });
+        }
+        let mut writer = self
+            .shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(file) = writer.as_mut() else {
+            return Err(JobError::Exited(self.id));
+        };
+        let deadline = Instant::now() + WRITE_TIMEOUT;
+        let mut written = 0;
+        while written < bytes.len() {
+            match file.write(&bytes[written..]) {
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    let ms = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
+                    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLOUT)];
+                    let _ = poll(&mut fds, PollTimeout::from(ms));
+                }
+                // The terminal is gone: the job is ending.
+                Err(_) => return Err(JobError::Exited(self.id)),
+            }
+        }
+        if written < bytes.len() {
+            return Err(JobError::WriteStalled {
+                written,
+                len: bytes.len(),
+            });
+        }
+        Ok(written)
+    }
+
+    /// Sends `signal` once to the job's process group.
+    pub fn send(&self, signal: Signal) {
+        let reaped = self.state().exited_at.is_some();
+        let _ = signal_group(self.pid, Some(signal), reaped);
+    }
+
+    /// Kills the job. With `SIGTERM` its whole tree goes: the group gets
+    /// `SIGTERM` (the launcher kills the processes that left the group),
+    /// then `SIGKILL` after [`KILL_GRACE`]; a job that has exited has
+    /// whatever it left in its group killed. Any other signal is sent once
+    /// to the group. Returns the status after.
+    pub fn kill(&self, signal: Signal) -> JobStatus {
+        if signal != Signal::SIGTERM && signal != Signal::SIGKILL {
+            self.send(signal);
+            return self.wait_exit(Duration::from_millis(100));
+        }
+        {
+            let mut state = self.state();
+            if state.exited_at.is_some() {
+                drop(state);
+                self.send(Signal::SIGKILL);
+                return self.status();
+            }
+            state.killed = true;
+        }
+        self.send(signal);
+        if signal == Signal::SIGTERM && self.wait_exit(KILL_GRACE).is_running() {
+            self.send(Signal::SIGKILL);
+        }
+        self.wait_exit(Duration::from_secs(1))
+    }
+
+    fn wait_exit(&self, max: Duration) -> JobStatus {
+        let deadline = Instant::now() + max;
+        let mut state = self.state();
+        while state.exited_at.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        status_of(&state)
+    }
+
+    /// A terminal job's screen; `None` for a job without a terminal.
+    pub fn screen(&self) -> Option<Screen> {
+        let state = self.state();
+        let screen = state.screen.as_ref()?.screen();
+        Some(Screen {
+            text: screen.contents(),
+            alternate: screen.alternate_screen(),
+            cursor: screen.cursor_position(),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn status_of(state: &State) -> JobStatus {
+    match (state.exited_at, state.status) {
+        (Some(_), Some(status)) => JobStatus::Exited {
+            code: status.code(),
+            signal: status.signal().map(signal_name),
+            killed: state.killed,
+        },
+        (Some(_), None) => JobStatus::Exited {
+            code: None,
+            signal: None,
+            killed: state.killed,
+        },
+        _ => JobStatus::Running,
+    }
+}
+
+fn signal_name(number: i32) -> String {
+    match Signal::try_from(number) {
+        Ok(signal) => signal.as_str().to_owned(),
+        Err(_) => format!("signal {number}"),
+    }
+}
+
+/// Waits for the job's first process (the launcher, which stays until
+/// every process of the job has ended) and records how it ended.
+fn reap(mut child: Child, shared: &Shared, terminal: bool) {
+    let status = child.wait().ok();
+    if terminal {
+        TERMINALS_IN_USE.fetch_sub(1, Ordering::SeqCst);
+    }
+    // The terminal takes no more input.
+    *shared.writer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+    state.status = status;
+    state.exited_at = Some(Instant::now());
+    shared.changed.notify_all();
+}
+
+/// Moves the job's output into its log until every source has ended. A
+/// terminal's master reads `EIO` once no process holds the slave: its end.
+fn pump(mut sources: Vec<(File, OutputStream)>, shared: &Shared) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    while !sources.is_empty() {
+        let ready: Vec<bool> = {
+            let mut fds: Vec<PollFd<'_>> = sources
+                .iter()
+                .map(|(fd, _)| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
+                .collect();
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(_) => break,
+            }
+            fds.iter()
+                .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+                .collect()
+        };
+        let mut ended = Vec::new();
+        for (index, (file, stream)) in sources.iter_mut().enumerate() {
+            if !ready[index] {
+                continue;
+            }
+            match file.read(&mut buf) {
+                Ok(0) => ended.push(index),
+                Ok(n) => {
+                    let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+                    state.push(*stream, &buf[..n]);
+                    shared.changed.notify_all();
+                }
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) => {}
+                Err(_) => ended.push(index),
+            }
+        }
+        for index in ended.into_iter().rev() {
+            sources.remove(index);
+        }
+    }
+    let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+    state.closed = true;
+    shared.changed.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &tempfile::TempDir, command: &str) -> RunRequest {
+        RunRequest::new(command, dir.path(), dir.path().join("spill")).unwrap()
+    }
+
+    fn no_cancel() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
+    fn until_exit() -> Wait {
+        Wait::until_exit(Duration::from_secs(20))
+    }
+
+    fn read_all(job: &Job, wait: &Wait) -> JobRead {
+        job.read(ReadFrom::Cursor, 1 << 20, wait, &no_cancel())
+    }
+
+    #[test]
+    fn pipes_keep_the_streams_apart_and_the_cursor_moves_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "echo one; echo two >&2; sleep 0.3; echo three"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        let first = job.read(
+            ReadFrom::Cursor,
+            1 << 20,
+            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("two").unwrap())),
+            &no_cancel(),
+        );
+        assert_eq!(first.matched, Some(true));
+        assert!(first.status.is_running());
+        assert_eq!(first.text, "one\ntwo\n");
+        assert_eq!(
+            first.parts,
+            [
+                (OutputStream::Stdout, "one\n".to_owned()),
+                (OutputStream::Stderr, "two\n".to_owned())
+            ]
+        );
+        let second = read_all(&job, &until_exit());
+        assert_eq!(second.text, "three\n");
+        assert_eq!(second.from, 8);
+        assert_eq!(
+            second.status,
+            JobStatus::Exited {
+                code: Some(0),
+                signal: None,
+                killed: false
+            }
+        );
+        let again = job.read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel());
+        assert_eq!(again.text, "one\ntwo\nthree\n");
+        let tail = job.read(ReadFrom::Tail(6), 1 << 20, &Wait::none(), &no_cancel());
+        assert_eq!(tail.text, "three\n");
+        assert_eq!(read_all(&job, &Wait::none()).text, "");
+    }
+
+    #[test]
+    fn a_command_reading_stdin_without_a_terminal_ends_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "cat; read x; echo \"end $?\""),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        let read = read_all(&job, &Wait::until_exit(Duration::from_secs(5)));
+        assert_eq!(read.text, "end 1\n");
+        assert!(read.waited < Duration::from_secs(3), "{:?}", read.waited);
+        assert_eq!(job.write(b"x", &[]), Err(JobError::Exited(job.id())));
+    }
+
+    #[test]
+    fn a_terminal_job_is_a_terminal_takes_input_and_shows_a_screen() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(
+                    &dir,
+                    "test -t 0 && echo tty-yes; printf 'name? '; read name; echo \"hi $name\"",
+                ),
+                JobMode::TERMINAL,
+            ))
+            .unwrap();
+        let wait = Wait::for_output(
+            Duration::from_secs(10),
+            Some(Regex::new(r"name\? $").unwrap()),
+        );
+        let prompt = read_all(&job, &wait);
+        assert_eq!(prompt.matched, Some(true), "{prompt:?}");
+        assert_eq!(prompt.text, "tty-yes\nname? ");
+        job.write(b"ann", &["Enter".to_owned()]).unwrap();
+        let answer = read_all(&job, &until_exit());
+        // The terminal echoes the input.
+        assert_eq!(answer.text, "ann\nhi ann\n");
+        assert!(!answer.status.is_running());
+        let screen = job.screen().unwrap();
+        assert!(
+            screen.text.starts_with("tty-yes\nname? ann\nhi ann"),
+            "{screen:?}"
+        );
+        assert!(!screen.alternate);
+        assert_eq!(job.write(b"x", &[]), Err(JobError::Exited(job.id())));
+    }
+
+    #[test]
+    fn a_flood_stays_within_the_log_cap_and_the_job_dies_on_kill() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_log_bytes: 64 * 1024,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let job = table
+            .start(JobSpec::new(request(&dir, "yes"), JobMode::Pipes))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < 1024 * 1024 {
+            assert!(Instant::now() < deadline, "the flood stalled");
+            thread::sleep(Duration::from_millis(20));
+        }
+        let read = job.read(ReadFrom::Cursor, 4096, &Wait::none(), &no_cancel());
+        assert!(read.dropped_bytes > 0);
+        assert_eq!(read.from, read.dropped_bytes);
+        assert!(read.more);
+        assert!(
+            read.text.len() <= 4096 && read.text.starts_with("y\n"),
+            "{}",
+            read.text.len()
+        );
+        let status = job.kill(Signal::SIGTERM);
+        match status {
+            JobStatus::Exited { killed, .. } => assert!(killed),
+            JobStatus::Running => panic!("still running"),
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while crate::runner::group_alive(Pid::from_raw(job.pid())) {
+            assert!(Instant::now() < deadline, "the kill left the job");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn ctrl_c_reaches_a_job_without_a_terminal_as_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(
+                    &dir,
+                    "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.05; done",
+                ),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        let wait = Wait::for_output(Duration::from_secs(10), Some(Regex::new("ready").unwrap()));
+        assert_eq!(read_all(&job, &wait).matched, Some(true));
+        assert_eq!(job.write(b"text", &[]), Err(JobError::NoStdin(job.id())));
+        assert_eq!(
+            job.write(b"", &["Enter".to_owned()]),
+            Err(JobError::NoStdin(job.id()))
+        );
+        assert!(matches!(
+            job.write(b"", &["Hyper".to_owned()]),
+            Err(JobError::UnknownKey { .. })
+        ));
+        assert_eq!(job.write(b"", &["C-c".to_owned()]), Ok(1));
+        let read = read_all(&job, &until_exit());
+        assert_eq!(read.text, "got-int\n");
+        assert!(matches!(
+            read.status,
+            JobStatus::Exited { code: Some(3), .. }
+        ));
+    }
+
+    #[test]
+    fn a_character_split_across_writes_is_never_mangled() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, r"printf 'a\342\202'; sleep 0.5; printf '\254b\n'"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < 3 {
+            assert!(Instant::now() < deadline);
+            thread::sleep(Duration::from_millis(10));
+        }
+        let first = read_all(&job, &Wait::none());
+        assert_eq!((first.text.as_str(), first.to), ("a", 1));
+        let second = read_all(&job, &until_exit());
+        assert_eq!(second.text, "\u{20ac}b\n");
+        // An offset inside the character starts after it.
+        let inside = job.read(ReadFrom::Offset(2), 100, &Wait::none(), &no_cancel());
+        assert_eq!(inside.text, "b\n");
+    }
+
+    #[test]
+    fn paging_by_offset_returns_every_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(request(&dir, "seq 1 5000"), JobMode::Pipes))
+            .unwrap();
+        let _ = read_all(&job, &until_exit());
+        let mut text = String::new();
+        let mut from = 0;
+        loop {
+            let page = job.read(ReadFrom::Offset(from), 1000, &Wait::none(), &no_cancel());
+            text.push_str(&page.text);
+            from = page.to;
+            if !page.more {
+                break;
+            }
+        }
+        let expected: String = (1..=5000).map(|n| format!("{n}\n")).collect();
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_settled_wait_ends_after_quiet_and_a_cancelled_one_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "echo hello; sleep 30"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        let read = read_all(&job, &Wait::for_output(Duration::from_secs(10), None));
+        assert_eq!(read.text, "hello\n");
+        assert!(read.waited < Duration::from_secs(3), "{:?}", read.waited);
+        let cancel = AtomicBool::new(true);
+        let read = job.read(
+            ReadFrom::Cursor,
+            100,
+            &Wait::until_exit(Duration::from_secs(10)),
+            &cancel,
+        );
+        assert!(read.waited < Duration::from_secs(1));
+        assert!(read.status.is_running());
+        let pid = job.pid();
+        drop(table);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while crate::runner::group_alive(Pid::from_raw(pid)) {
+            assert!(Instant::now() < deadline, "the drop left the job");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn limits_refuse_with_their_own_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_running: 2,
+            max_terminals: 1,
+            max_exited: 1,
+            max_write_bytes: 8,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let quick = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap();
+        let _ = read_all(&quick, &until_exit());
+        let tty = table
+            .start(JobSpec::new(request(&dir, "cat"), JobMode::TERMINAL))
+            .unwrap();
+        assert_eq!(
+            table
+                .start(JobSpec::new(request(&dir, "cat"), JobMode::TERMINAL))
+                .unwrap_err(),
+            JobError::TooManyTerminals {
+                limit: 1,
+                server: false
+            }
+        );
+        let _sleeper = table
+            .start(JobSpec::new(request(&dir, "sleep 30"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(
+            table
+                .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+                .unwrap_err(),
+            JobError::TooManyRunning { limit: 2 }
+        );
+        assert_eq!(
+            tty.write(b"123456789", &[]),
+            Err(JobError::WriteTooLarge { len: 9, limit: 8 })
+        );
+        assert_eq!(table.get(99).unwrap_err(), JobError::UnknownJob(99));
+        let message = ToolError::from(JobError::TooManyRunning { limit: 2 });
+        assert_eq!(message.code(), ErrorCode::InvalidInput);
+        tty.kill(Signal::SIGTERM);
+        // A second exited job pushes the first record out.
+        let next = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(
+            table.get(quick.id()).unwrap_err(),
+            JobError::UnknownJob(quick.id())
+        );
+        assert!(table.get(next.id()).is_ok());
+        let _ = read_all(&next, &until_exit());
+        let err = table
+            .start(JobSpec::new(
+                RunRequest::new("true", dir.path().join("missing"), dir.path()).unwrap(),
+                JobMode::Pipes,
+            ))
+            .unwrap_err();
+        assert!(matches!(err, JobError::Start(_)), "{err:?}");
+    }
+
+    #[test]
+    fn pagers_are_cat_and_colour_is_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "echo $PAGER $GIT_PAGER $NO_COLOR $TERM"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        assert_eq!(read_all(&job, &until_exit()).text, "cat cat 1 dumb\n");
+    }
+
+    #[test]
+    fn the_log_file_gets_the_raw_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.log");
+        let table = JobTable::default();
+        let job = table
+            .start(
+                JobSpec::new(
+                    request(&dir, r"printf '\033[1mbold\033[0m\n'"),
+                    JobMode::Pipes,
+                )
+                .with_log_file(File::create(&path).unwrap(), "job.log"),
+            )
+            .unwrap();
+        assert_eq!(read_all(&job, &until_exit()).text, "bold\n");
+        assert_eq!(job.log_file(), Some("job.log"));
+        assert_eq!(std::fs::read(&path).unwrap(), b"\x1b[1mbold\x1b[0m\n");
+    }
+}

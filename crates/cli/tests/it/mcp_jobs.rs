@@ -1,0 +1,358 @@
+//! Jobs over MCP stdio on the default surface: started, driven, read,
+//! interrupted and killed by later calls; dead with their connection.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
+use crate::mcp_client;
+use agent_tools_test_support::tree;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mcp_client::McpClient;
+use serde_json::{Value, json};
+
+use tree::sandbox;
+
+fn server(root: &Path) -> McpClient {
+    McpClient::start_guarded(root, &[])
+}
+
+fn call(client: &mut McpClient, tool: &str, args: Value) -> Value {
+    let (is_error, text) = client.call(tool, args);
+    assert!(!is_error, "{tool}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .is_some_and(|i| !stat[i + 1..].trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+fn pid_in(path: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_dies(pid: i32, after: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "process {pid} survived {after}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_python_repl_is_driven_to_an_answer_interrupted_and_ended() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({"command": "python3 -q -i", "tty": true, "wait_for": ">>> $", "wait_ms": 20000}),
+    );
+    assert_eq!(started["matched"], true, "{started}");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let answer = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "input": "6 * 7\n", "wait_for": "^42", "wait_ms": 10000}),
+    );
+    assert_eq!(answer["matched"], true, "{answer}");
+    assert_eq!(answer["output"], "6 * 7\n42\n>>> ");
+    assert_eq!(
+        answer["hint"],
+        Value::Null,
+        "quiet for too short a time yet"
+    );
+    // Ctrl-C as a key reaches the REPL as SIGINT and leaves it alive.
+    let _ = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "input": "import time; time.sleep(30)\n", "wait_ms": 300}),
+    );
+    let interrupted = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "keys": ["C-c"], "wait_for": ">>> $", "wait_ms": 10000}),
+    );
+    assert!(
+        interrupted["output"]
+            .as_str()
+            .unwrap()
+            .contains("KeyboardInterrupt"),
+        "{interrupted}"
+    );
+    assert_eq!(interrupted["status"], "running");
+    let again = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "input": "print('still here')\n", "wait_for": "still here\\n", "wait_ms": 10000}),
+    );
+    assert_eq!(again["matched"], true, "{again}");
+    let ended = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "keys": ["C-d"], "wait_ms": 10000}),
+    );
+    assert_eq!(ended["status"], "exited", "{ended}");
+    assert_eq!(ended["exit_code"], 0, "{ended}");
+    let (is_error, text) = client.call("job_write", json!({"job_id": id, "input": "1\n"}));
+    assert!(is_error && text.contains("has exited"), "{text}");
+}
+
+#[test]
+fn a_command_reading_stdin_without_a_terminal_ends_at_once() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({"command": "cat; echo cat-ended", "wait_ms": 10000}),
+    );
+    assert_eq!(started["status"], "exited", "{started}");
+    assert_eq!(started["output"], "cat-ended\n");
+    assert!(started["waited_ms"].as_u64().unwrap() < 5000, "{started}");
+}
+
+#[test]
+fn a_flood_stays_bounded_while_other_calls_answer() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    let mut client = server(&root);
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({"command": "yes", "wait_ms": 0}),
+    );
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    for _ in 0..5 {
+        let at = Instant::now();
+        let (is_error, text) = client.call("read_file", json!({"path": "a.txt"}));
+        assert!(!is_error, "{text}");
+        assert!(at.elapsed() < Duration::from_secs(2), "{:?}", at.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (is_error, text) = client.call("job_read", json!({"job_id": id}));
+    assert!(!is_error);
+    // The answer stays within the server's output budget (256 KiB default).
+    assert!(text.len() <= 256 * 1024, "{}", text.len());
+    let read: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(read["more"], true);
+    assert!(read["output"].as_str().unwrap().starts_with("y\ny\n"));
+    let killed = call(&mut client, "job_kill", json!({"job_id": id}));
+    assert_eq!(killed["status"], "exited");
+}
+
+#[test]
+fn ctrl_c_reaches_a_sleeping_command_without_a_terminal() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({"command": "sleep 30", "wait_ms": 0}),
+    );
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let stopped = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "keys": ["C-c"], "wait_ms": 10000}),
+    );
+    assert_eq!(stopped["status"], "exited", "{stopped}");
+}
+
+#[test]
+fn a_web_server_job_answers_bash_and_dies_on_kill() {
+    let (_outer, root) = sandbox();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut client = server(&root);
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({
+            "command": format!("python3 -u -m http.server {port} --bind 127.0.0.1"),
+            "wait_for": "Serving HTTP",
+            "wait_ms": 20000
+        }),
+    );
+    assert_eq!(started["matched"], true, "{started}");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let curl = format!("curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/");
+    let answered = call(&mut client, "bash", json!({"command": curl}));
+    assert_eq!(answered["stdout"], "200", "{answered}");
+    let logged = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": id, "wait_for": "GET / ", "wait_ms": 5000}),
+    );
+    assert_eq!(logged["matched"], true, "{logged}");
+    let killed = call(&mut client, "job_kill", json!({"job_id": id}));
+    assert_eq!(killed["status"], "exited");
+    let refused = call(&mut client, "bash", json!({"command": curl}));
+    // curl's "could not connect".
+    assert_eq!(refused["exit_code"], 7, "{refused}");
+}
+
+/// Starts `sh -c 'setsid ... & sleep 300'` as a job and returns the pid
+/// of the child that left the job's session.
+fn start_escaping_tree(client: &mut McpClient, marker: &Path) -> i32 {
+    let command = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 300' & sleep 300",
+        marker.display()
+    );
+    let _ = call(
+        client,
+        "job_start",
+        json!({"command": command, "wait_ms": 0}),
+    );
+    let pid = pid_in(marker);
+    assert!(alive(pid));
+    pid
+}
+
+#[test]
+fn a_tree_with_setsid_children_leaves_nothing_after_a_kill_or_a_disconnect() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let first = start_escaping_tree(&mut client, &root.join("first.pid"));
+    let killed = call(&mut client, "job_kill", json!({"job_id": "job_1"}));
+    assert_eq!(killed["status"], "exited");
+    assert_dies(first, "job_kill");
+    let second = start_escaping_tree(&mut client, &root.join("second.pid"));
+    client.shutdown();
+    assert_dies(second, "the end of the connection");
+}
+
+#[test]
+fn jobs_die_with_a_killed_server() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let escaped = start_escaping_tree(&mut client, &root.join("tree.pid"));
+    let tty = call(
+        &mut client,
+        "job_start",
+        json!({"command": format!("echo $$ > {}; exec sleep 300", root.join("tty.pid").display()), "tty": true, "wait_ms": 0}),
+    );
+    assert_eq!(tty["status"], "running");
+    let in_tty = pid_in(&root.join("tty.pid"));
+    client.signal("KILL");
+    assert_dies(escaped, "SIGKILL of the server");
+    assert_dies(in_tty, "SIGKILL of the server");
+}
+
+#[test]
+fn a_pager_using_command_ends_by_itself_in_a_terminal() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let setup = "git init -q repo && cd repo && git config user.email a@b && git config user.name a \
+                 && for i in $(seq 1 120); do git commit -q --allow-empty -m \"change $i\"; done";
+    let made = call(
+        &mut client,
+        "bash",
+        json!({"command": setup, "timeout_ms": 60000}),
+    );
+    assert_eq!(made["exit_code"], 0, "{made}");
+    let logged = call(
+        &mut client,
+        "job_start",
+        json!({"command": "git log --oneline", "cwd": "repo", "tty": true, "wait_ms": 15000, "wait_for": "change 1$"}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = logged["status"].clone();
+    while status != "exited" {
+        assert!(
+            Instant::now() < deadline,
+            "git log waits on a pager: {logged}"
+        );
+        let read = call(
+            &mut client,
+            "job_read",
+            json!({"job_id": "job_1", "wait_ms": 1000}),
+        );
+        status = read["status"].clone();
+    }
+    let all = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": "job_1", "from": 0}),
+    );
+    assert_eq!(
+        all["output"].as_str().unwrap().lines().count(),
+        120,
+        "{all}"
+    );
+}
+
+#[test]
+fn a_full_screen_program_shows_its_screen() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    // The alternate screen, a cleared page and text at a position.
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({
+            "command": r"printf '\033[?1049h\033[2J\033[3;5Hmenu item\033[1;1Htop'; sleep 30",
+            "tty": true,
+            "rows": 10,
+            "cols": 40,
+            "wait_for": "top"
+        }),
+    );
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let screen = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": id, "screen": true}),
+    );
+    assert_eq!(screen["screen"]["alternate_screen"], true, "{screen}");
+    assert_eq!(screen["screen"]["text"], "top\n\n    menu item", "{screen}");
+}
+
+#[test]
+fn the_terminal_job_limit_refuses_with_a_clear_error() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    for _ in 0..16 {
+        let _ = call(
+            &mut client,
+            "job_start",
+            json!({"command": "sleep 30", "tty": true, "wait_ms": 0}),
+        );
+    }
+    let (is_error, text) = client.call(
+        "job_start",
+        json!({"command": "sleep 30", "tty": true, "wait_ms": 0}),
+    );
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("16 jobs with a terminal are running already"),
+        "{text}"
+    );
+    let plain = call(
+        &mut client,
+        "job_start",
+        json!({"command": "true", "wait_ms": 0}),
+    );
+    assert_eq!(plain["job_id"], "job_17");
+}
