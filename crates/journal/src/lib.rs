@@ -248,6 +248,8 @@ pub enum Op {
     Mkdir,
     /// A directory was moved here from [`Change::from`].
     MoveDir,
+    /// An (emptied) directory was removed.
+    Rmdir,
 }
 
 /// One side of a change: a file's content (by hash) and mode.
@@ -690,6 +692,13 @@ impl Journal {
             (Some(_), DiskState::Dir) => change.op == Op::Mkdir || change.op == Op::MoveDir,
             _ => false,
         };
+        if change.op == Op::Rmdir {
+            return if matches!(now, DiskState::Absent) {
+                Settled::Made
+            } else {
+                Settled::NotMade
+            };
+        }
         if change.op == Op::Mkdir || change.op == Op::MoveDir {
             return if matches!(now, DiskState::Dir) {
                 Settled::Made
