@@ -84,6 +84,7 @@ mod surface;
 
 mod catalog;
 mod dispatch;
+pub mod journal_tools;
 
 pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
@@ -94,9 +95,9 @@ pub use agent_tools_sandbox::{
 };
 pub use catalog::SurfaceChoice;
 pub use config::{
-    ActiveSandbox, AllowedRoot, CommandSandbox, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS,
-    DEFAULT_INDEX_MEMORY_BYTES, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, RootAccess,
-    StartupError,
+    ActiveJournal, ActiveSandbox, AllowedRoot, CommandSandbox, Config, ConfigBuilder, DEFAULT_BASH_TIMEOUT_MAX_MS,
+    DEFAULT_INDEX_MEMORY_BYTES, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, JournalOptions,
+    JournalSettings, RootAccess, StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;
