@@ -57,7 +57,7 @@ const CHANGES: &str = "Lists the changes this server's tools made to files, newe
 const UNDO: &str = "Takes back what tool calls changed: one call (`call`), or every call after a point (`to`), newest first. All or nothing: a file still as the call left it gets its earlier content back exactly (a created file is removed, a deleted one recreated with its mode); one changed since gets the call's change reversed by a merge; an overlapping change is a conflict, and then nothing is written unless `force`. `dry_run` only reports. An undo is itself recorded, so it can be undone.";
 
 /// The names of the two tools on a surface, in its style.
-pub(crate) fn names(surface: &str) -> (&'static str, &'static str) {
+pub fn names(surface: &str) -> (&'static str, &'static str) {
     match surface {
         "claude-code" => ("Changes", "Undo"),
         "filesystem" => ("list_changes", "undo_changes"),
@@ -86,9 +86,12 @@ pub(crate) fn tools<S: 'static>(surface: &str, config: &Config) -> Vec<ToolDef<S
     let roots: Arc<Vec<Workspace>> = Arc::new(workspaces(config));
     let listing_roots = Arc::clone(&roots);
     vec![
-        ToolDef::typed_with(changes_name, CHANGES, false, move |_: &S, args: ChangesArgs, _| {
-            changes(&listing, &listing_roots, &args)
-        })
+        ToolDef::typed_with(
+            changes_name,
+            CHANGES,
+            false,
+            move |_: &S, args: ChangesArgs, _| changes(&listing, &listing_roots, &args),
+        )
         .titled("List changes", Hints::READ),
         ToolDef::typed_with(undo_name, UNDO, true, move |_: &S, args: UndoArgs, _| {
             run_undo(&journal, &roots, &args)
@@ -134,11 +137,7 @@ fn not_undoable(call: &CallRecord) -> Option<String> {
 }
 
 /// The text of `changes`.
-pub fn changes(
-    journal: &Journal,
-    roots: &[Workspace],
-    args: &ChangesArgs,
-) -> ToolResult<String> {
+pub fn changes(journal: &Journal, roots: &[Workspace], args: &ChangesArgs) -> ToolResult<String> {
     if let Some(id) = args.call {
         let Some(call) = journal.call(id).map_err(journal_error)? else {
             return Err(ToolError::new(
