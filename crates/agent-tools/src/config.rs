@@ -66,6 +66,17 @@ pub enum StartupError {
         /// Why.
         source: std::io::Error,
     },
+    /// The undo journal could not be opened, or its directory lies inside
+    /// a root.
+    #[error("--journal: {source}")]
+    Journal {
+        /// Why.
+        source: agent_tools_fs::journal::JournalError,
+    },
+    /// The undo journal was asked for without a directory while no
+    /// default one can be named (neither `XDG_STATE_HOME` nor `HOME` set).
+    #[error("--journal needs --journal-dir: neither XDG_STATE_HOME nor HOME is set")]
+    JournalNeedsDir,
     /// A limit is out of range.
     #[error("{name} must be between {min} and {max}, got {value}")]
     LimitOutOfRange {
@@ -120,7 +131,60 @@ pub struct ConfigBuilder {
     bash_launcher: Option<Launcher>,
     index: Option<IndexSettings>,
     sandbox: CommandSandbox,
+    journal: Option<JournalOptions>,
 }
+
+/// What `--journal` asks for: where the undo journal lives (`None`: the
+/// default state directory for the roots) and its bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalOptions {
+    /// The state directory; `None` for the default one
+    /// ([`JournalSettings::default_dir`]).
+    pub dir: Option<PathBuf>,
+    /// The most calls kept.
+    pub max_calls: usize,
+    /// The oldest call kept.
+    pub max_age: std::time::Duration,
+    /// The most bytes of stored content kept.
+    pub max_bytes: u64,
+    /// How much the journal flushes.
+    pub durability: agent_tools_fs::journal::Durability,
+}
+
+/// The journal's own settings type, for its defaults.
+pub use agent_tools_fs::journal::Settings as JournalSettings;
+
+impl Default for JournalOptions {
+    fn default() -> Self {
+        JournalOptions {
+            dir: None,
+            max_calls: JournalSettings::DEFAULT_MAX_CALLS,
+            max_age: JournalSettings::DEFAULT_MAX_AGE,
+            max_bytes: JournalSettings::DEFAULT_MAX_BYTES,
+            durability: agent_tools_fs::journal::Durability::Full,
+        }
+    }
+}
+
+/// The open undo journal of a built [`Config`]; configs compare equal when
+/// they share the same one.
+#[derive(Debug, Clone)]
+pub struct ActiveJournal(pub(crate) Arc<agent_tools_fs::journal::Journal>);
+
+impl ActiveJournal {
+    /// The journal.
+    pub fn journal(&self) -> &Arc<agent_tools_fs::journal::Journal> {
+        &self.0
+    }
+}
+
+impl PartialEq for ActiveJournal {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ActiveJournal {}
 
 /// Whether commands run confined (see SPEC §9, Command sandbox).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -242,6 +306,7 @@ pub struct Config {
     bash_launcher: Option<Launcher>,
     index: Option<IndexSettings>,
     sandbox: Option<ActiveSandbox>,
+    journal: Option<ActiveJournal>,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -269,6 +334,7 @@ impl ConfigBuilder {
             bash_launcher: None,
             index: None,
             sandbox: CommandSandbox::Off,
+            journal: None,
         }
     }
 
@@ -362,6 +428,14 @@ impl ConfigBuilder {
         self
     }
 
+    /// Turns the undo journal on (off unless this is called): every change
+    /// the tools make is recorded, and the `changes` and `undo` tools are
+    /// offered. Its directory must lie outside every root.
+    pub fn journal(mut self, options: JournalOptions) -> Self {
+        self.journal = Some(options);
+        self
+    }
+
     /// Checks everything and freezes the configuration.
     pub fn build(self) -> Result<Config, StartupError> {
         check_range(
@@ -421,7 +495,12 @@ impl ConfigBuilder {
                 )?)
             }
         };
+        let journal = match &self.journal {
+            None => None,
+            Some(options) => Some(self.open_journal(options)?),
+        };
         Ok(Config {
+            journal,
             root: self.root,
             awaiting_roots: self.awaiting_roots,
             root_access: self.root_access,
@@ -435,6 +514,38 @@ impl ConfigBuilder {
             index: self.index,
             sandbox,
         })
+    }
+}
+
+impl ConfigBuilder {
+    /// Opens the journal in its directory, refused inside any root.
+    fn open_journal(&self, options: &JournalOptions) -> Result<ActiveJournal, StartupError> {
+        let mut roots: Vec<PathBuf> = self.more_roots.iter().map(|r| r.path.clone()).collect();
+        if !self.awaiting_roots {
+            roots.insert(0, self.root.clone());
+        }
+        let roots: Vec<PathBuf> = roots
+            .iter()
+            .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
+            .collect();
+        let dir = match &options.dir {
+            Some(dir) => dir.clone(),
+            None => JournalSettings::default_dir(&roots).ok_or(StartupError::JournalNeedsDir)?,
+        };
+        let settings = JournalSettings {
+            dir,
+            max_calls: options.max_calls,
+            max_age: options.max_age,
+            max_bytes: options.max_bytes,
+            max_file_bytes: self.max_file_bytes,
+            durability: options.durability,
+        };
+        settings
+            .check_outside(&roots)
+            .map_err(|source| StartupError::Journal { source })?;
+        let journal = agent_tools_fs::journal::Journal::open(settings)
+            .map_err(|source| StartupError::Journal { source })?;
+        Ok(ActiveJournal(journal))
     }
 }
 
@@ -561,6 +672,11 @@ impl Config {
     /// The command sandbox, when commands run confined.
     pub fn sandbox(&self) -> Option<&ActiveSandbox> {
         self.sandbox.as_ref()
+    }
+
+    /// The undo journal, when `--journal` is on.
+    pub fn journal(&self) -> Option<&ActiveJournal> {
+        self.journal.as_ref()
     }
 
     /// The limits handed to the file tools.

@@ -43,7 +43,10 @@ impl AgentTools {
     /// allows.
     pub fn with_surface<S: Surface>(config: Config, surface: S) -> Result<Self, StartupError> {
         let state = surface.open(&config)?;
-        let tools = surface.tools();
+        let mut tools = surface.tools();
+        // The undo journal's two tools, on every surface, only when it is
+        // on (so the lists stay as they were without it).
+        tools.extend(crate::journal_tools::tools(surface.name(), &config));
         let all_names = tools.iter().map(ToolDef::name).collect();
         let offered = tools
             .into_iter()
@@ -160,6 +163,10 @@ impl AgentTools {
         self.bound.fail(tool, stage, error, cancelled)
     }
 }
+
+/// Who the journal says made a call: the transports name no principal yet
+/// (one local client per server), so every call is the local user's.
+const PRINCIPAL: &str = "local";
 
 /// A surface with its state, behind a trait object so that [`AgentTools`]
 /// is one type whatever the surface.
@@ -299,6 +306,14 @@ impl<S: Surface> Pipeline for Bound<S> {
         } else {
             call
         };
+        // A call that may change files is recorded in the undo journal,
+        // when it is on; the scope files the record when it ends.
+        let scope = match self.config.journal() {
+            Some(active) if tool.def.spec().mutating() => {
+                Some(active.journal().begin(name, self.surface.name(), PRINCIPAL))
+            }
+            _ => None,
+        };
         let outcome = catch_unwind(AssertUnwindSafe(|| tool.def.run(&self.state, args, call)))
             .unwrap_or_else(|panic| {
                 let detail = panic
@@ -308,6 +323,7 @@ impl<S: Surface> Pipeline for Bound<S> {
                     .unwrap_or_else(|| "a tool panicked".into());
                 Err(ToolError::internal(format!("{name} panicked: {detail}")))
             });
+        drop(scope);
 
         // 4 and 5. Bound and render.
         match outcome {

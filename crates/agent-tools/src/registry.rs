@@ -206,6 +206,21 @@ impl<S: 'static> ToolDef<S> {
         A: DeserializeOwned + JsonSchema + 'static,
         R: Into<Reply> + 'static,
     {
+        Self::typed_with(name, description, mutating, run)
+    }
+
+    /// [`typed`](Self::typed) with a handler that carries state of its own
+    /// (a closure), for tools the host adds to every surface.
+    pub fn typed_with<A, R>(
+        name: &'static str,
+        description: &'static str,
+        mutating: bool,
+        run: impl Fn(&S, A, &CallContext) -> ToolResult<R> + Send + Sync + 'static,
+    ) -> ToolDef<S>
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        R: Into<Reply> + 'static,
+    {
         let handler = move |state: &S, args: Value, call: &CallContext| {
             let args: A = serde_json::from_value(args)
                 .map_err(|err| ToolError::invalid_input(format!("{name}: {err}")))?;

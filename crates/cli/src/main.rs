@@ -47,6 +47,39 @@ enum Command {
         #[arg(long, value_name = "NAME", default_value = agent_tools_surface_default::DEFAULT_SURFACE)]
         surface: String,
     },
+    /// List what the tools changed, newest call first, from the undo
+    /// journal (safe beside a running server on the same folder).
+    Changes {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// Show this call's diff.
+        #[arg(long)]
+        call: Option<u64>,
+        /// The most calls to list.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Only calls that changed this path.
+        #[arg(long)]
+        path: Option<String>,
+    },
+    /// Undo one call (`--call N`) or every call after one (`--to N`), all or
+    /// nothing (safe beside a running server: the same locks).
+    Undo {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        /// The call to undo.
+        #[arg(long, conflicts_with = "to", required_unless_present = "to")]
+        call: Option<u64>,
+        /// Undo every call after this one.
+        #[arg(long)]
+        to: Option<u64>,
+        /// Only report what would be done.
+        #[arg(long)]
+        dry_run: bool,
+        /// Overwrite files changed since the call.
+        #[arg(long)]
+        force: bool,
+    },
     /// List the tool surfaces, one a line: name, then what it is for.
     Surfaces,
     /// What this machine offers, one a line: a name, then its state (today
@@ -108,6 +141,28 @@ struct WorkspaceArgs {
     /// like inside the sandbox.
     #[arg(long, requires = "sandbox")]
     sandbox_allow_vcs_writes: bool,
+    /// Record every change the tools make in the undo journal, and offer
+    /// the `changes` and `undo` tools (see SPEC, Undo journal).
+    #[arg(long)]
+    journal: bool,
+    /// The journal's state directory (outside every root); default
+    /// $XDG_STATE_HOME/agent-tools/journal/<hash of the roots>.
+    #[arg(long, value_name = "DIR")]
+    journal_dir: Option<PathBuf>,
+    /// The most calls the journal keeps.
+    #[arg(long, value_name = "N", default_value_t = agent_tools::JournalSettings::DEFAULT_MAX_CALLS)]
+    journal_max_calls: usize,
+    /// The most megabytes of stored content the journal keeps.
+    #[arg(long, value_name = "MB", default_value_t = agent_tools::JournalSettings::DEFAULT_MAX_BYTES / (1024 * 1024))]
+    journal_max_mb: u64,
+    /// The oldest call the journal keeps, in days.
+    #[arg(long, value_name = "DAYS", default_value_t = 7)]
+    journal_max_age_days: u64,
+    /// `full` flushes each pre-image and intent before the file changes (a
+    /// crash loses no undo data); `relaxed` flushes nothing of the journal
+    /// (a crash may lose undo data, never file data).
+    #[arg(long, value_name = "full|relaxed", default_value = "full")]
+    journal_durability: String,
 }
 
 /// The default of `--index-memory-mb`.
@@ -158,6 +213,27 @@ impl WorkspaceArgs {
             config = config.index(IndexSettings {
                 memory_budget_bytes: self.index_memory_mb.saturating_mul(1024 * 1024),
                 ..IndexSettings::default()
+            });
+        }
+        if self.journal {
+            let durability = match self.journal_durability.as_str() {
+                "full" => agent_tools::JournalDurability::Full,
+                "relaxed" => agent_tools::JournalDurability::Relaxed,
+                other => {
+                    anyhow::bail!("--journal-durability: expected full or relaxed, got {other:?}")
+                }
+            };
+            if self.journal_max_calls == 0 {
+                anyhow::bail!("--journal-max-calls must be at least 1");
+            }
+            config = config.journal(agent_tools::JournalOptions {
+                dir: self.journal_dir.clone(),
+                max_calls: self.journal_max_calls,
+                max_age: std::time::Duration::from_secs(
+                    self.journal_max_age_days.saturating_mul(86_400),
+                ),
+                max_bytes: self.journal_max_mb.saturating_mul(1024 * 1024),
+                durability,
             });
         }
         let config = config
@@ -283,6 +359,28 @@ fn print_quietly(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// Calls one tool and prints its text; exit 1 when it failed.
+fn call_and_print(tools: &AgentTools, name: &str, args: Value) -> anyhow::Result<ExitCode> {
+    // Absent options are left out rather than sent as null.
+    let args = match args {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    };
+    let result = tools.call(name, args);
+    let mut text = result.text;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    print_quietly(&text)?;
+    Ok(if result.is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Mcp(workspace) => {
@@ -381,6 +479,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .collect();
             print_quietly(&format!("{}\n", serde_json::to_string_pretty(&listed)?))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Changes {
+            mut workspace,
+            call,
+            limit,
+            path,
+        } => {
+            workspace.journal = true;
+            let tools = workspace.open(false)?;
+            let (name, _) = agent_tools::journal_tools::names(tools.surface_name());
+            let args = json!({"call": call, "limit": limit, "path": path});
+            call_and_print(&tools, name, args)
+        }
+        Command::Undo {
+            mut workspace,
+            call,
+            to,
+            dry_run,
+            force,
+        } => {
+            workspace.journal = true;
+            let tools = workspace.open(false)?;
+            let (_, name) = agent_tools::journal_tools::names(tools.surface_name());
+            let args = json!({"call": call, "to": to, "dry_run": dry_run, "force": force});
+            call_and_print(&tools, name, args)
         }
         Command::Status => {
             print_quietly(&sandbox_status())?;

@@ -36,6 +36,8 @@ use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use cap_std::fs::{Dir, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
 
+use crate::journaled;
+
 /// What marks a temporary file as this tool's: it follows the target's name
 /// and precedes the writer's pid and a counter.
 pub(crate) const TEMP_MARK: &str = ".agent-tools.tmp.";
@@ -334,15 +336,26 @@ pub(crate) fn replace_expecting(
         file.write_all(part).map_err(fail)?;
     }
     file.sync_all().map_err(fail)?;
-    let stamp = FileStamp::of_std(&file.metadata().map_err(fail)?);
+    let new_meta = file.metadata().map_err(fail)?;
+    let stamp = FileStamp::of_std(&new_meta);
     drop(file);
 
-    check_unchanged(&dir, &name, path, expected)?;
-    match expected {
-        Expected::Same(_) => dir.rename(guard.name(), &dir, &name).map_err(fail)?,
+    let announced = match agent_tools_journal::current() {
+        Some(recorder) => {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = new_meta.permissions().mode() & 0o7777;
+            let change = journaled::replacement(&recorder, &dir, &name, path, parts, mode)?;
+            let token = journaled::announce(&recorder, change)?;
+            Some((recorder, vec![token]))
+        }
+        None => None,
+    };
+    let renamed = check_unchanged(&dir, &name, path, expected).and_then(|()| match expected {
+        Expected::Same(_) => dir.rename(guard.name(), &dir, &name).map_err(fail),
         Expected::Absent => rename_no_replace(&dir, guard.name(), &name)
-            .map_err(|err| created_meanwhile(err, path).unwrap_or_else(fail))?,
-    }
+            .map_err(|err| created_meanwhile(err, path).unwrap_or_else(fail)),
+    });
+    journaled::settle(announced, renamed)?;
     guard.disarm();
     drop(guard);
 
@@ -453,21 +466,55 @@ pub fn rename_new_between(
     if let Some(seen) = seen {
         check_unchanged(&from_dir, &from_name, from, Expected::Same(seen))?;
     }
+    let announced = match agent_tools_journal::current() {
+        Some(recorder) => {
+            let changes = journaled::move_changes(&recorder, &from_dir, &from_name, from, to)?;
+            let tokens = recorder
+                .intents(changes)
+                .map_err(journaled::journal_error)?;
+            Some((recorder, tokens))
+        }
+        None => None,
+    };
+    journaled::settle(
+        announced,
+        move_entry(
+            from_workspace,
+            from,
+            &from_dir,
+            &from_name,
+            to,
+            &to_dir,
+            &to_name,
+        ),
+    )
+}
+
+/// The rename of [`rename_new_between`], once announced.
+fn move_entry(
+    from_workspace: &Workspace,
+    from: &ConfinedPath,
+    from_dir: &Dir,
+    from_name: &OsStr,
+    to: &ConfinedPath,
+    to_dir: &Dir,
+    to_name: &OsStr,
+) -> ToolResult<()> {
     use nix::errno::Errno;
     use nix::fcntl::{RenameFlags, renameat2};
     let result = match renameat2(
         &from_dir,
-        from_name.as_os_str(),
-        &to_dir,
-        to_name.as_os_str(),
+        from_name,
+        to_dir,
+        to_name,
         RenameFlags::RENAME_NOREPLACE,
     ) {
         Ok(()) => Ok(()),
         Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
-            if to_dir.symlink_metadata(&to_name).is_ok() {
+            if to_dir.symlink_metadata(to_name).is_ok() {
                 Err(io::Error::from(io::ErrorKind::AlreadyExists))
             } else {
-                from_dir.rename(&from_name, &to_dir, &to_name)
+                from_dir.rename(from_name, to_dir, to_name)
             }
         }
         Err(errno) => Err(io::Error::from(errno)),
@@ -481,8 +528,8 @@ pub fn rename_new_between(
         }
         created_meanwhile(err, to).unwrap_or_else(|err| from_workspace.io_error(&err, from))
     })?;
-    let _ = sync_dir(&to_dir);
-    let _ = sync_dir(&from_dir);
+    let _ = sync_dir(to_dir);
+    let _ = sync_dir(from_dir);
     Ok(())
 }
 
@@ -511,8 +558,31 @@ pub fn remove_seen(
     if let Some(seen) = seen {
         check_unchanged(&dir, &name, path, Expected::Same(seen))?;
     }
-    dir.remove_file(&name)
-        .map_err(|err| workspace.io_error(&err, path))?;
+    let announced = match agent_tools_journal::current() {
+        Some(recorder) => {
+            let meta = dir
+                .symlink_metadata(&name)
+                .map_err(|err| workspace.io_error(&err, path))?;
+            let (before, reason) = journaled::image_of(&recorder, &dir, &name, &meta)?;
+            let mut change = agent_tools_journal::Change::new(
+                path.abs(),
+                agent_tools_journal::Op::Delete,
+                Some(before),
+                None,
+            );
+            change.not_undoable = reason;
+            Some((
+                recorder.clone(),
+                vec![journaled::announce(&recorder, change)?],
+            ))
+        }
+        None => None,
+    };
+    journaled::settle(
+        announced,
+        dir.remove_file(&name)
+            .map_err(|err| workspace.io_error(&err, path)),
+    )?;
     let _ = sync_dir(&dir);
     Ok(())
 }
@@ -734,6 +804,10 @@ pub struct StagedWrite {
     path: ConfinedPath,
     expected: Expected,
     stamp: FileStamp,
+    /// The change to announce to the undo journal at commit, when the call
+    /// is recorded, and its token once announced.
+    journal: Option<(agent_tools_journal::Recorder, agent_tools_journal::Change)>,
+    token: Option<agent_tools_journal::Token>,
 }
 
 impl StagedWrite {
@@ -816,11 +890,19 @@ pub fn stage_replace(
             mtime: 0,
             mtime_nsec: 0,
         },
+        journal: None,
+        token: None,
     };
     if let Some(meta) = &existing {
         carry_over(&staged.dir, &staged.name, &staged.file, meta).map_err(fail)?;
     }
     staged.file.write_all(data).map_err(fail)?;
+    if let Some(recorder) = agent_tools_journal::current() {
+        let mode = staged.mode().map_err(fail)?;
+        let change =
+            journaled::replacement(&recorder, &staged.dir, &staged.name, path, &[data], mode)?;
+        staged.journal = Some((recorder, change));
+    }
     // Syncing and renaming change neither the inode, the size nor the
     // modification time: this is the stamp the committed file will have.
     staged.stamp = FileStamp::of_std(&staged.file.metadata().map_err(fail)?);
@@ -845,6 +927,26 @@ pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
             std::path::Path::new(path.display()),
         ));
     }
+    // Every change announced to the journal at once (one flush), after
+    // the contents are on disk and before the first rename.
+    let unannounced: Vec<usize> = (0..batch.len())
+        .filter(|&at| batch[at].journal.is_some() && batch[at].token.is_none())
+        .collect();
+    if let Some(&first) = unannounced.first()
+        && let Some((recorder, _)) = &batch[first].journal
+    {
+        let recorder = recorder.clone();
+        let changes = unannounced
+            .iter()
+            .filter_map(|&at| batch[at].journal.as_ref().map(|(_, change)| change.clone()))
+            .collect();
+        let tokens = recorder
+            .intents(changes)
+            .map_err(journaled::journal_error)?;
+        for (&at, token) in unannounced.iter().zip(tokens) {
+            batch[at].token = Some(token);
+        }
+    }
     let mut renamed: Vec<StagedWrite> = Vec::with_capacity(batch.len());
     let mut result = Ok(());
     while let Some(mut staged) = batch.pop() {
@@ -853,7 +955,17 @@ pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
             result = Err(err);
             break;
         }
+        if let (Some((recorder, _)), Some(token)) = (&staged.journal, staged.token) {
+            recorder.done(token);
+        }
         renamed.push(staged);
+    }
+    // Writes left in the batch were not made: withdrawn, to be announced
+    // again if committed again.
+    for staged in batch.iter_mut() {
+        if let (Some((recorder, _)), Some(token)) = (&staged.journal, staged.token.take()) {
+            recorder.abort(token);
+        }
     }
     // Each directory once, even when the renames failed part-way: what was
     // renamed is made durable either way.

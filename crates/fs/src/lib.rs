@@ -34,12 +34,14 @@ mod find;
 mod glob;
 mod grep;
 mod indexed;
+mod journaled;
 mod list;
 mod lock;
 mod newlines;
 mod page;
 mod read;
 mod stale;
+pub mod undo;
 mod write;
 
 /// The tolerant matcher of `edit_file` and `multi_edit`, its own crate
@@ -50,6 +52,8 @@ pub use agent_tools_tolerant as tolerant;
 use agent_tools_walk as walk;
 
 pub use agent_tools_index::{IndexStats, NotServed, Status as IndexStatus, WorkspaceIndex};
+/// The undo journal the write path reports to.
+pub use agent_tools_journal as journal;
 pub use args::*;
 pub use atomic::{
     Expected, FileStamp, StagedWrite, commit_staged, cross_device, open_regular, read_only,
@@ -60,6 +64,7 @@ pub use find::{FindOptions, Found, FoundEntry, Globs, Keep, path_order};
 pub use glob::{GlobFile, GlobFound};
 pub use grep::{GrepFile, GrepFound, GrepLine, GrepQuery};
 pub use indexed::{DEFAULT_INDEX_MEMORY_BYTES, IndexSettings};
+pub use journaled::{make_dirs, make_parents, remove_tree};
 pub use lock::FileLocks;
 pub use read::LineSpan;
 pub use read::LineWindow;

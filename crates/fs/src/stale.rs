@@ -247,13 +247,7 @@ impl FileTools {
 /// mkdir -p of the parent of `path`, beneath the root's handle.
 fn create_parents(tools: &FileTools, path: &ConfinedPath) -> ToolResult<()> {
     let ws = tools.workspace();
-    match path.rel().parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => ws
-            .base_dir()
-            .create_dir_all(parent)
-            .map_err(|err| ws.io_error(&err, path)),
-        _ => Ok(()),
-    }
+    crate::journaled::make_parents(ws, path).map(drop)
 }
 
 #[cfg(test)]

@@ -261,13 +261,9 @@ impl ConfinedStore<'_> {
     }
 
     fn create_parents(&self, path: &ConfinedPath) -> Result<(), StoreError> {
-        if let Some(parent) = path.rel().parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.workspace
-                .base_dir()
-                .create_dir_all(parent)
-                .map_err(|err| store_error(self.workspace.io_error(&err, path)))?;
-        }
-        Ok(())
+        agent_tools_fs::make_parents(self.workspace, path)
+            .map(drop)
+            .map_err(store_error)
     }
 }
 

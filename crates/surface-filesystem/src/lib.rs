@@ -419,7 +419,7 @@ fn multi_read_unread(unread: &[&str], budget: usize) -> String {
 /// is made in one opened (and checked against the read-only directories
 /// nested in the root) just before. Answers the directories made.
 fn create_dirs(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<Vec<ConfinedPath>> {
-    workspace.create_dir_all(path)
+    agent_tools_fs::make_dirs(workspace, path)
 }
 
 /// Creates the missing parents of `path` (confined like every path);
@@ -614,9 +614,10 @@ fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<Str
     let meta = dir.symlink_metadata(&name).map_err(io)?;
     if meta.is_dir() {
         roots.refuse_roots(&args.path, DirId::of_meta(&meta))?;
-        dir.remove_dir_all(&name).map_err(io)?;
+        agent_tools_fs::remove_tree(&dir, &name, path.abs()).map_err(io)?;
     } else {
-        dir.remove_file(&name).map_err(io)?;
+        // Through the write path, so the undo journal sees it.
+        agent_tools_fs::remove_seen(ws, &path, None)?;
     }
     Ok(format!("Successfully deleted {}", args.path))
 }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod filesystem_calls;
+mod journal;
 mod mcp_claude_code;
 mod mcp_client;
 mod mcp_codex;

@@ -1,0 +1,1213 @@
+//! The undo journal of agent-tools: what every tool call changed, kept so it
+//! can be listed and taken back.
+//!
+//! The journal lives in a state directory of its own, outside every root
+//! the tools serve (a search would otherwise find it, a `rm -rf .` delete
+//! it). It holds:
+//!
+//! - `objects/`: file contents, addressed by their BLAKE3 hash, so a
+//!   content kept by many calls is stored once. Written raw, then
+//!   compressed with zstd by a background pass ([`Journal::compact`]).
+//! - `calls/<id>.json`: one record per call that changed something: the
+//!   call's id, time, tool, surface and principal, and per file the path,
+//!   the operation and the content hash and mode before and after
+//!   ([`CallRecord`]).
+//! - `pending/<id>.json`: the write-ahead record of a call in flight. Each
+//!   change is added to it, and it is flushed to disk, before the file is
+//!   changed; the call's end moves it to `calls/`. A record left in
+//!   `pending/` by a process that died is resolved the next time a journal
+//!   is opened on the directory: each change is compared with the disk and
+//!   kept as done, dropped as never made, or kept with the note that its
+//!   outcome is unknown.
+//!
+//! Writers never call the journal directly: a host opens a [`CallScope`]
+//! around a tool call ([`Journal::begin`]), and the one atomic-write path of
+//! the file tools asks [`current`] whether a call is being recorded on this
+//! thread, stores the contents ([`Recorder::store`]) and brackets each
+//! change with [`Recorder::intent`] and [`Recorder::done`].
+//!
+//! The journal is bounded by the number of calls, their age and the bytes
+//! of stored content ([`Settings`]); the oldest calls go first, then every
+//! content no remaining call refers to.
+//!
+//! ```
+//! use agent_tools_journal::{Change, Image, Journal, Op, Settings};
+//!
+//! let state = tempfile::tempdir().unwrap();
+//! let journal = Journal::open(Settings::new(state.path())).unwrap();
+//! {
+//!     let _scope = journal.begin("write_file", "default", "local");
+//!     let recorder = agent_tools_journal::current().unwrap();
+//!     let after = recorder.store(b"hello\n").unwrap();
+//!     let change = Change::new("/work/a.txt", Op::Create, None, Some(Image::stored(after, 0o644, 6)));
+//!     let token = recorder.intent(change).unwrap();
+//!     // ... the file is written here ...
+//!     recorder.done(token);
+//! }
+//! let calls = journal.calls().unwrap();
+//! assert_eq!(calls.len(), 1);
+//! assert_eq!(calls[0].tool, "write_file");
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+/// What can go wrong in the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// A file of the journal could not be read or written.
+    #[error("journal: {what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The journal file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The state directory lies inside a root the tools serve.
+    #[error(
+        "the journal's directory {dir} lies inside the served root {root}: a search would read it and a command could delete it; choose a directory outside every root (--journal-dir)"
+    )]
+    InsideRoot {
+        /// The state directory.
+        dir: PathBuf,
+        /// The root it lies in.
+        root: PathBuf,
+    },
+    /// A record could not be parsed.
+    #[error("journal: {path} is not a valid record: {message}")]
+    Corrupt {
+        /// The record.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A stored content is missing.
+    #[error("journal: the stored content {hash} is missing")]
+    MissingContent {
+        /// Its hash.
+        hash: String,
+    },
+}
+
+/// The journal's results.
+pub type Result<T> = std::result::Result<T, JournalError>;
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> JournalError + 'a {
+    move |source| JournalError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// How much the journal flushes to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each stored pre-image and each write-ahead record is flushed before
+    /// the file changes: a crash loses no undo data.
+    #[default]
+    Full,
+    /// Nothing of the journal is flushed: a crash may lose undo data (never
+    /// file data, which the write path flushes either way).
+    Relaxed,
+}
+
+/// Where the journal lives and how much it keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// The state directory.
+    pub dir: PathBuf,
+    /// The most calls kept.
+    pub max_calls: usize,
+    /// The oldest call kept.
+    pub max_age: Duration,
+    /// The most bytes of stored content kept (as stored, compressed or not).
+    pub max_bytes: u64,
+    /// A file larger than this is not stored: its change is recorded as not
+    /// undoable, with the reason.
+    pub max_file_bytes: u64,
+    /// How much is flushed to disk.
+    pub durability: Durability,
+}
+
+impl Settings {
+    /// 10,000 calls.
+    pub const DEFAULT_MAX_CALLS: usize = 10_000;
+    /// Seven days.
+    pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+    /// 512 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+    /// 16 MiB, the file tools' own cap.
+    pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+    /// The defaults, in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Settings {
+        Settings {
+            dir: dir.into(),
+            max_calls: Self::DEFAULT_MAX_CALLS,
+            max_age: Self::DEFAULT_MAX_AGE,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
+            max_file_bytes: Self::DEFAULT_MAX_FILE_BYTES,
+            durability: Durability::Full,
+        }
+    }
+
+    /// The default state directory for a set of roots:
+    /// `$XDG_STATE_HOME/agent-tools/journal/<hash of the roots>` (or
+    /// `~/.local/state/...`), so two servers on different folders keep
+    /// apart and two on the same folder share one journal.
+    pub fn default_dir(roots: &[PathBuf]) -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|home| PathBuf::from(home).join(".local/state"))
+            })?;
+        let mut hasher = blake3::Hasher::new();
+        for root in roots {
+            hasher.update(root.as_os_str().as_encoded_bytes());
+            hasher.update(b"\0");
+        }
+        let hash = hasher.finalize().to_hex();
+        Some(
+            base.join("agent-tools")
+                .join("journal")
+                .join(&hash.as_str()[..16]),
+        )
+    }
+
+    /// Refuses a state directory inside (or equal to) any of `roots`, or
+    /// one that contains a root (a walk of the state directory would then
+    /// not be the journal's alone). Paths are compared after resolving
+    /// symbolic links where they exist.
+    pub fn check_outside(&self, roots: &[PathBuf]) -> Result<()> {
+        let dir = resolved(&self.dir);
+        for root in roots {
+            let root = resolved(root);
+            if dir.starts_with(&root) {
+                return Err(JournalError::InsideRoot {
+                    dir: self.dir.clone(),
+                    root,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` with symbolic links resolved as far as it exists; the rest
+/// appended as written.
+fn resolved(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(real) = fs::canonicalize(&at) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (at.file_name().map(|n| n.to_os_string()), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// What a change did to a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// A file was created.
+    Create,
+    /// A file's content (or mode) was replaced.
+    Modify,
+    /// A file was deleted.
+    Delete,
+    /// A directory was created.
+    Mkdir,
+    /// A directory was moved here from [`Change::from`].
+    MoveDir,
+    /// An (emptied) directory was removed.
+    Rmdir,
+}
+
+/// One side of a change: a file's content (by hash) and mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// The content's hash; `None` when it was not stored (see
+    /// [`Change::not_undoable`]).
+    pub hash: Option<String>,
+    /// The permission bits.
+    pub mode: u32,
+    /// The size in bytes.
+    pub size: u64,
+}
+
+impl Image {
+    /// A stored content.
+    pub fn stored(hash: String, mode: u32, size: u64) -> Image {
+        Image {
+            hash: Some(hash),
+            mode,
+            size,
+        }
+    }
+
+    /// A content that was not stored.
+    pub fn unstored(mode: u32, size: u64) -> Image {
+        Image {
+            hash: None,
+            mode,
+            size,
+        }
+    }
+}
+
+/// One change to one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The absolute path changed.
+    pub path: PathBuf,
+    /// What was done.
+    pub op: Op,
+    /// For a moved directory: where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<PathBuf>,
+    /// The file before (`None`: it did not exist).
+    pub before: Option<Image>,
+    /// The file after (`None`: it no longer exists).
+    pub after: Option<Image>,
+    /// Why the change cannot be undone, when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_undoable: Option<String>,
+}
+
+impl Change {
+    /// A change of `path`.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        op: Op,
+        before: Option<Image>,
+        after: Option<Image>,
+    ) -> Change {
+        Change {
+            path: path.into(),
+            op,
+            from: None,
+            before,
+            after,
+            not_undoable: None,
+        }
+    }
+}
+
+/// Where a recorded change stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeState {
+    /// Made.
+    #[default]
+    Done,
+    /// Announced, not yet made (only in a pending record).
+    Pending,
+    /// Announced by a process that died, and the disk matches neither side.
+    Unknown,
+}
+
+/// A change with its state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    /// The change.
+    #[serde(flatten)]
+    pub change: Change,
+    /// Its state.
+    #[serde(default)]
+    pub state: ChangeState,
+}
+
+/// What one call changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call's id, increasing.
+    pub id: u64,
+    /// When the call started, in seconds since the Unix epoch.
+    pub time: u64,
+    /// The tool's name.
+    pub tool: String,
+    /// The surface's name.
+    pub surface: String,
+    /// Who called.
+    pub principal: String,
+    /// The process that made the call.
+    pub pid: u32,
+    /// The calls this one undid, when it was an undo.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undoes: Vec<u64>,
+    /// The changes, in the order they were made.
+    pub changes: Vec<ChangeRecord>,
+}
+
+/// The journal in one state directory. Share it in an `Arc`.
+#[derive(Debug)]
+pub struct Journal {
+    settings: Settings,
+    /// The lock file, held with `flock` (across processes) while the
+    /// journal's files are changed; the mutex serializes this process's
+    /// threads, since one open file holds one lock.
+    lock: Mutex<File>,
+    /// Calls finished since the last prune.
+    since_prune: AtomicU64,
+    /// Bytes stored since the last prune.
+    stored_since_prune: AtomicU64,
+    /// Calls and bytes found at the last prune.
+    baseline: Mutex<(u64, u64)>,
+    /// Whether a compaction pass is running.
+    compacting: Arc<AtomicBool>,
+}
+
+/// The journal's lock, held across processes until dropped.
+pub struct JournalLock<'a> {
+    _guard: std::sync::MutexGuard<'a, File>,
+    _flock: Option<Flock<File>>,
+}
+
+impl std::fmt::Debug for JournalLock<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JournalLock")
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn record_name(id: u64) -> String {
+    format!("{id:016}.json")
+}
+
+fn id_of(name: &str) -> Option<u64> {
+    name.strip_suffix(".json")?.parse().ok()
+}
+
+/// Writes `data` to `path` through a temporary file and a rename, flushed
+/// when `sync` is set.
+fn write_replace(path: &Path, data: &[u8], sync: bool) -> Result<()> {
+    // Unique per process and write: two threads may write one name (a
+    // content and its compressed form share a stem).
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(
+        ".tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = PathBuf::from(temp);
+    let written = (|| -> io::Result<()> {
+        let mut file = File::create(&temp)?;
+        file.write_all(data)?;
+        if sync {
+            file.sync_all()?;
+        }
+        fs::rename(&temp, path)?;
+        if sync && let Some(parent) = path.parent() {
+            File::open(parent)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written.map_err(io_err("writing", path))
+}
+
+impl Journal {
+    /// Opens (creating) the journal in `settings.dir`, resolves what dead
+    /// processes left pending, and prunes it to its bounds.
+    pub fn open(settings: Settings) -> Result<Arc<Journal>> {
+        for sub in ["objects", "calls", "pending"] {
+            let dir = settings.dir.join(sub);
+            fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
+        }
+        let lock_path = settings.dir.join("lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err("opening", &lock_path))?;
+        let journal = Arc::new(Journal {
+            settings,
+            lock: Mutex::new(lock),
+            since_prune: AtomicU64::new(0),
+            stored_since_prune: AtomicU64::new(0),
+            baseline: Mutex::new((0, 0)),
+            compacting: Arc::new(AtomicBool::new(false)),
+        });
+        journal.recover()?;
+        journal.prune()?;
+        Ok(journal)
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Takes the journal's lock: across processes (`flock`) and threads.
+    /// Undo holds it from planning to commit, so no call of another process
+    /// records meanwhile.
+    pub fn lock(&self) -> Result<JournalLock<'_>> {
+        let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = guard
+            .try_clone()
+            .map_err(io_err("locking", &self.settings.dir))?;
+        // A filesystem without flock: the in-process mutex is all there is.
+        let flock = Flock::lock(file, FlockArg::LockExclusive).ok();
+        Ok(JournalLock {
+            _guard: guard,
+            _flock: flock,
+        })
+    }
+
+    /// Starts recording a call on this thread: changes the write path
+    /// reports until the scope is dropped belong to it. Scopes do not nest:
+    /// a second one on the same thread replaces the first until dropped.
+    pub fn begin(self: &Arc<Self>, tool: &str, surface: &str, principal: &str) -> CallScope {
+        let call = Arc::new(CallState {
+            journal: Arc::clone(self),
+            record: Mutex::new(CallRecord {
+                id: 0,
+                time: now_secs(),
+                tool: tool.to_owned(),
+                surface: surface.to_owned(),
+                principal: principal.to_owned(),
+                pid: std::process::id(),
+                undoes: Vec::new(),
+                changes: Vec::new(),
+            }),
+        });
+        let previous = CURRENT.with(|current| current.replace(Some(Recorder(call.clone()))));
+        CallScope { call, previous }
+    }
+
+    fn objects(&self) -> PathBuf {
+        self.settings.dir.join("objects")
+    }
+
+    fn object_path(&self, hash: &str) -> PathBuf {
+        let (head, tail) = hash.split_at(2.min(hash.len()));
+        self.objects().join(head).join(tail)
+    }
+
+    /// Stores `data` (once per distinct content); returns its hash.
+    pub fn store(&self, data: &[u8]) -> Result<String> {
+        let hash = blake3::hash(data).to_hex().to_string();
+        let path = self.object_path(&hash);
+        let packed = path.with_extension("zst");
+        if path.exists() || packed.exists() {
+            return Ok(hash);
+        }
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+        }
+        write_replace(&path, data, self.settings.durability == Durability::Full)?;
+        self.stored_since_prune
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok(hash)
+    }
+
+    /// The content stored under `hash`.
+    pub fn content(&self, hash: &str) -> Result<Vec<u8>> {
+        let path = self.object_path(hash);
+        match fs::read(&path) {
+            Ok(data) => return Ok(data),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(io_err("reading", &path)(err)),
+        }
+        let packed = path.with_extension("zst");
+        match File::open(&packed) {
+            Ok(file) => {
+                let mut data = Vec::new();
+                zstd::stream::read::Decoder::new(file)
+                    .and_then(|mut decoder| decoder.read_to_end(&mut data))
+                    .map_err(io_err("decompressing", &packed))?;
+                Ok(data)
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                Err(JournalError::MissingContent {
+                    hash: hash.to_owned(),
+                })
+            }
+            Err(err) => Err(io_err("reading", &packed)(err)),
+        }
+    }
+
+    /// Every finished call, newest first.
+    pub fn calls(&self) -> Result<Vec<CallRecord>> {
+        let mut ids = self.ids("calls")?;
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let mut calls = Vec::with_capacity(ids.len());
+        for id in ids {
+            // A record pruned by another process meanwhile is skipped.
+            if let Some(call) = self.call(id)? {
+                calls.push(call);
+            }
+        }
+        Ok(calls)
+    }
+
+    /// One finished call.
+    pub fn call(&self, id: u64) -> Result<Option<CallRecord>> {
+        let path = self.settings.dir.join("calls").join(record_name(id));
+        read_record(&path)
+    }
+
+    fn ids(&self, sub: &str) -> Result<Vec<u64>> {
+        let dir = self.settings.dir.join(sub);
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(io_err("listing", &dir))? {
+            let entry = entry.map_err(io_err("listing", &dir))?;
+            if let Some(id) = entry.file_name().to_str().and_then(id_of) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The next call id: one past every id finished or pending. Taken with
+    /// the lock held.
+    fn next_id(&self) -> Result<u64> {
+        let counter = self.settings.dir.join("next");
+        let stored = fs::read_to_string(&counter)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let seen = self
+            .ids("calls")?
+            .into_iter()
+            .chain(self.ids("pending")?)
+            .max()
+            .map_or(1, |max| max + 1);
+        let id = stored.max(seen).max(1);
+        write_replace(&counter, format!("{}\n", id + 1).as_bytes(), false)?;
+        Ok(id)
+    }
+
+    fn write_pending(&self, record: &CallRecord) -> Result<()> {
+        let path = self
+            .settings
+            .dir
+            .join("pending")
+            .join(record_name(record.id));
+        let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
+            path: path.clone(),
+            message: err.to_string(),
+        })?;
+        write_replace(&path, &data, self.settings.durability == Durability::Full)
+    }
+
+    /// Moves a call from `pending/` to `calls/` (or drops it when it holds
+    /// no change).
+    fn finish(&self, record: &CallRecord) -> Result<()> {
+        let pending = self
+            .settings
+            .dir
+            .join("pending")
+            .join(record_name(record.id));
+        if !record.changes.is_empty() {
+            let path = self.settings.dir.join("calls").join(record_name(record.id));
+            let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
+                path: path.clone(),
+                message: err.to_string(),
+            })?;
+            write_replace(&path, &data, false)?;
+        }
+        match fs::remove_file(&pending) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(io_err("removing", &pending)(err)),
+        }
+    }
+
+    /// Resolves the pending records of processes that are gone: each
+    /// pending change is compared with the disk.
+    fn recover(&self) -> Result<()> {
+        let _lock = self.lock()?;
+        let own = std::process::id();
+        for id in self.ids("pending")? {
+            let path = self.settings.dir.join("pending").join(record_name(id));
+            let Some(mut record) = read_record(&path)? else {
+                continue;
+            };
+            if record.pid != own && process_alive(record.pid) {
+                continue;
+            }
+            let mut kept = Vec::with_capacity(record.changes.len());
+            for mut change in record.changes {
+                if change.state == ChangeState::Pending {
+                    match self.settle(&change.change) {
+                        Settled::Made => change.state = ChangeState::Done,
+                        Settled::NotMade => continue,
+                        Settled::Unknown => change.state = ChangeState::Unknown,
+                    }
+                }
+                kept.push(change);
+            }
+            record.changes = kept;
+            tracing::info!(call = record.id, "resolved an interrupted call's record");
+            self.finish(&record)?;
+        }
+        Ok(())
+    }
+
+    /// Whether an announced change is on the disk.
+    fn settle(&self, change: &Change) -> Settled {
+        let now = disk_hash(&change.path);
+        let matches = |image: &Option<Image>| match (image, &now) {
+            (None, DiskState::Absent) => true,
+            (Some(Image { hash: Some(h), .. }), DiskState::File(now)) => h == now,
+            (Some(_), DiskState::Dir) => change.op == Op::Mkdir || change.op == Op::MoveDir,
+            _ => false,
+        };
+        if change.op == Op::Rmdir {
+            return if matches!(now, DiskState::Absent) {
+                Settled::Made
+            } else {
+                Settled::NotMade
+            };
+        }
+        if change.op == Op::Mkdir || change.op == Op::MoveDir {
+            return if matches!(now, DiskState::Dir) {
+                Settled::Made
+            } else {
+                Settled::NotMade
+            };
+        }
+        if matches(&change.after) {
+            Settled::Made
+        } else if matches(&change.before) {
+            Settled::NotMade
+        } else {
+            Settled::Unknown
+        }
+    }
+
+    /// Prunes to the bounds: the oldest calls past the count, the age or
+    /// the bytes go, then every stored content no call refers to.
+    pub fn prune(&self) -> Result<PruneReport> {
+        let _lock = self.lock()?;
+        let mut ids = self.ids("calls")?;
+        ids.sort_unstable();
+        let oldest_kept = now_secs().saturating_sub(self.settings.max_age.as_secs());
+        let mut report = PruneReport::default();
+        // Keep a margin under the count so a prune is not needed on every
+        // call once the journal is full.
+        let keep = if ids.len() > self.settings.max_calls {
+            self.settings.max_calls - self.settings.max_calls / 10
+        } else {
+            ids.len()
+        };
+        let mut records = Vec::with_capacity(ids.len());
+        for (at, id) in ids.iter().enumerate() {
+            let path = self.settings.dir.join("calls").join(record_name(*id));
+            let record = read_record(&path)?;
+            let too_many = at < ids.len() - keep;
+            let too_old = record.as_ref().is_some_and(|r| r.time < oldest_kept);
+            if too_many || too_old || record.is_none() {
+                let _ = fs::remove_file(&path);
+                report.calls_dropped += 1;
+            } else if let Some(record) = record {
+                records.push(record);
+            }
+        }
+        // Referenced contents, also of pending calls (they are in flight).
+        let mut pending = Vec::new();
+        for id in self.ids("pending")? {
+            let path = self.settings.dir.join("pending").join(record_name(id));
+            pending.extend(read_record(&path)?);
+        }
+        let objects = self.list_objects()?;
+        let mut total: u64 = objects.iter().map(|(_, _, size)| size).sum();
+        // Past the byte bound, drop the oldest calls until under it
+        // (counting what each one alone refers to is not worth it: the
+        // sweep below measures).
+        loop {
+            let referenced = referenced(records.iter().chain(pending.iter()));
+            let live: u64 = objects
+                .iter()
+                .filter(|(hash, _, _)| referenced.contains(hash))
+                .map(|(_, _, size)| size)
+                .sum();
+            if live <= self.settings.max_bytes || records.is_empty() {
+                for (hash, path, size) in &objects {
+                    if !referenced.contains(hash) && fs::remove_file(path).is_ok() {
+                        report.contents_dropped += 1;
+                        total -= size;
+                    }
+                }
+                break;
+            }
+            let dropped = records.remove(0);
+            let path = self
+                .settings
+                .dir
+                .join("calls")
+                .join(record_name(dropped.id));
+            let _ = fs::remove_file(&path);
+            report.calls_dropped += 1;
+        }
+        report.calls_kept = records.len();
+        report.bytes_kept = total;
+        self.since_prune.store(0, Ordering::Relaxed);
+        self.stored_since_prune.store(0, Ordering::Relaxed);
+        *self.baseline.lock().unwrap_or_else(PoisonError::into_inner) =
+            (records.len() as u64, total);
+        Ok(report)
+    }
+
+    /// Every stored content: hash, file and size on disk.
+    fn list_objects(&self) -> Result<Vec<(String, PathBuf, u64)>> {
+        let root = self.objects();
+        let mut found = Vec::new();
+        for head in fs::read_dir(&root).map_err(io_err("listing", &root))? {
+            let head = head.map_err(io_err("listing", &root))?;
+            let head_name = head.file_name().to_string_lossy().into_owned();
+            let Ok(entries) = fs::read_dir(head.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.contains(".tmp.") {
+                    // A write in flight, or the leftover of a killed
+                    // writer (unreferenced by construction: the record
+                    // comes after the content); an hour old, the latter.
+                    let stale = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > Duration::from_secs(3600));
+                    if stale {
+                        let _ = fs::remove_file(entry.path());
+                    }
+                    continue;
+                }
+                let tail = name.strip_suffix(".zst").unwrap_or(&name);
+                let size = entry.metadata().map_or(0, |m| m.len());
+                found.push((format!("{head_name}{tail}"), entry.path(), size));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Compresses stored contents still raw (zstd, level 3): run in the
+    /// background after calls, since compressing inline would cost about
+    /// as much as the write itself. Returns how many were compressed.
+    pub fn compact(&self) -> Result<usize> {
+        let mut done = 0;
+        for (_, path, size) in self.list_objects()? {
+            if path.extension().is_some_and(|ext| ext == "zst") || size < 512 {
+                continue;
+            }
+            let Ok(data) = fs::read(&path) else {
+                continue;
+            };
+            let packed = zstd::bulk::compress(&data, 3).map_err(io_err("compressing", &path))?;
+            if packed.len() as u64 >= size {
+                continue;
+            }
+            let target = path.with_extension("zst");
+            write_replace(
+                &target,
+                &packed,
+                self.settings.durability == Durability::Full,
+            )?;
+            // Under the lock, so a reader between the two steps finds one
+            // of them (content() tries the raw file first, then the packed).
+            let _lock = self.lock()?;
+            let _ = fs::remove_file(&path);
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// Starts a compaction pass on a thread of its own unless one runs.
+    fn compact_in_background(self: &Arc<Self>) {
+        if self.compacting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let journal = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("journal-compact".into())
+            .spawn(move || {
+                if let Err(err) = journal.compact() {
+                    tracing::warn!(%err, "journal compaction failed");
+                }
+                journal.compacting.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.compacting.store(false, Ordering::Release);
+        }
+    }
+
+    /// Whether the journal may be past a bound, judging by what was added
+    /// since the last prune.
+    fn over_bounds(&self) -> bool {
+        let (calls, bytes) = *self.baseline.lock().unwrap_or_else(PoisonError::into_inner);
+        let calls = calls + self.since_prune.load(Ordering::Relaxed);
+        let bytes = bytes + self.stored_since_prune.load(Ordering::Relaxed);
+        calls > self.settings.max_calls as u64
+            || bytes > self.settings.max_bytes
+            // Age: a prune now and then.
+            || self.since_prune.load(Ordering::Relaxed) >= 1000
+    }
+}
+
+/// What a prune did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneReport {
+    /// Calls removed.
+    pub calls_dropped: usize,
+    /// Stored contents removed.
+    pub contents_dropped: usize,
+    /// Calls kept.
+    pub calls_kept: usize,
+    /// Bytes of stored content kept.
+    pub bytes_kept: u64,
+}
+
+fn referenced<'a>(records: impl Iterator<Item = &'a CallRecord>) -> HashSet<String> {
+    let mut set = HashSet::new();
+    for record in records {
+        for change in &record.changes {
+            for image in [&change.change.before, &change.change.after]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(hash) = &image.hash {
+                    set.insert(hash.clone());
+                }
+            }
+        }
+    }
+    set
+}
+
+fn read_record(path: &Path) -> Result<Option<CallRecord>> {
+    let data = match fs::read(path) {
+        Ok(data) => data,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io_err("reading", path)(err)),
+    };
+    serde_json::from_slice(&data)
+        .map(Some)
+        .map_err(|err| JournalError::Corrupt {
+            path: path.to_path_buf(),
+            message: err.to_string(),
+        })
+}
+
+fn process_alive(pid: u32) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
+enum Settled {
+    Made,
+    NotMade,
+    Unknown,
+}
+
+/// What is at a path now, for resolving an interrupted change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiskState {
+    /// Nothing.
+    Absent,
+    /// A directory.
+    Dir,
+    /// A regular file (or anything else readable), by content hash.
+    File(String),
+}
+
+/// What is at `path` now (a file by its content hash).
+pub fn disk_hash(path: &Path) -> DiskState {
+    match fs::symlink_metadata(path) {
+        Err(_) => DiskState::Absent,
+        Ok(meta) if meta.is_dir() => DiskState::Dir,
+        Ok(_) => match fs::read(path) {
+            Ok(data) => DiskState::File(hash(&data)),
+            Err(_) => DiskState::Absent,
+        },
+    }
+}
+
+/// The hash the journal gives `data`.
+pub fn hash(data: &[u8]) -> String {
+    blake3::hash(data).to_hex().to_string()
+}
+
+struct CallState {
+    journal: Arc<Journal>,
+    record: Mutex<CallRecord>,
+}
+
+impl std::fmt::Debug for CallState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallState").finish_non_exhaustive()
+    }
+}
+
+/// The call being recorded on this thread; what the write path reports
+/// its changes to. Cheap to clone; [`Recorder::enter`] carries it to
+/// another thread.
+#[derive(Debug, Clone)]
+pub struct Recorder(Arc<CallState>);
+
+/// Identifies an announced change, to confirm ([`Recorder::done`]) or
+/// withdraw ([`Recorder::abort`]) it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token(usize);
+
+thread_local! {
+    static CURRENT: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+}
+
+/// The call being recorded on this thread, if any.
+pub fn current() -> Option<Recorder> {
+    CURRENT.with(|current| current.borrow().clone())
+}
+
+impl Recorder {
+    /// The journal.
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.0.journal
+    }
+
+    /// The largest content stored; larger ones are recorded unstored.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.0.journal.settings.max_file_bytes
+    }
+
+    /// Stores a content; see [`Journal::store`].
+    pub fn store(&self, data: &[u8]) -> Result<String> {
+        self.0.journal.store(data)
+    }
+
+    /// Notes that this call undoes `ids`.
+    pub fn note_undoes(&self, ids: &[u64]) {
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        record.undoes.extend_from_slice(ids);
+    }
+
+    /// Announces a change about to be made: the call's pending record,
+    /// with this change in it, is on disk (flushed, under
+    /// [`Durability::Full`]) when this returns.
+    pub fn intent(&self, change: Change) -> Result<Token> {
+        self.intents(vec![change]).map(|tokens| tokens[0])
+    }
+
+    /// Announces several changes at once (one flush for all).
+    pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
+        let journal = &self.0.journal;
+        let _lock = journal.lock()?;
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if record.id == 0 {
+            record.id = journal.next_id()?;
+        }
+        let first = record.changes.len();
+        let count = changes.len();
+        record
+            .changes
+            .extend(changes.into_iter().map(|change| ChangeRecord {
+                change,
+                state: ChangeState::Pending,
+            }));
+        if let Err(err) = journal.write_pending(&record) {
+            record.changes.truncate(first);
+            return Err(err);
+        }
+        Ok((first..first + count).map(Token).collect())
+    }
+
+    /// Confirms an announced change: it was made.
+    pub fn done(&self, token: Token) {
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(change) = record.changes.get_mut(token.0) {
+            change.state = ChangeState::Done;
+        }
+    }
+
+    /// Withdraws an announced change: it was not made.
+    pub fn abort(&self, token: Token) {
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(change) = record.changes.get_mut(token.0) {
+            // Marked, not removed, so later tokens keep their places; the
+            // call's end drops it.
+            change.state = ChangeState::Unknown;
+            change.change.not_undoable = Some(ABORTED.to_owned());
+        }
+    }
+
+    /// Records a change already made that needs no write-ahead record
+    /// (a directory created: nothing is lost if the record is).
+    pub fn record_made(&self, change: Change) -> Result<()> {
+        let journal = &self.0.journal;
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if record.id == 0 {
+            let _lock = journal.lock()?;
+            record.id = journal.next_id()?;
+        }
+        record.changes.push(ChangeRecord {
+            change,
+            state: ChangeState::Done,
+        });
+        Ok(())
+    }
+
+    /// Makes this recorder the current one on this thread until the guard
+    /// is dropped (for work a call hands to another thread).
+    pub fn enter(&self) -> EnterGuard {
+        let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
+        EnterGuard { previous }
+    }
+}
+
+const ABORTED: &str = "\u{0}aborted";
+
+/// Restores the previous recorder of the thread when dropped.
+#[derive(Debug)]
+pub struct EnterGuard {
+    previous: Option<Recorder>,
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with(|current| *current.borrow_mut() = previous);
+    }
+}
+
+/// A call being recorded ([`Journal::begin`]); dropping it files the
+/// call's record.
+#[derive(Debug)]
+pub struct CallScope {
+    call: Arc<CallState>,
+    previous: Option<Recorder>,
+}
+
+impl CallScope {
+    /// The call's id, once it changed something.
+    pub fn id(&self) -> Option<u64> {
+        let record = self
+            .call
+            .record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (record.id != 0).then_some(record.id)
+    }
+
+    /// Files the record now, reporting a failure (dropping does the same,
+    /// logging it).
+    pub fn finish(mut self) -> Result<Option<u64>> {
+        self.file()
+    }
+
+    fn file(&mut self) -> Result<Option<u64>> {
+        let previous = self.previous.take();
+        CURRENT.with(|current| *current.borrow_mut() = previous);
+        let record = {
+            let mut record = self
+                .call
+                .record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if record.id == 0 {
+                return Ok(None);
+            }
+            let mut record = std::mem::replace(
+                &mut *record,
+                CallRecord {
+                    id: 0,
+                    time: 0,
+                    tool: String::new(),
+                    surface: String::new(),
+                    principal: String::new(),
+                    pid: 0,
+                    undoes: Vec::new(),
+                    changes: Vec::new(),
+                },
+            );
+            record
+                .changes
+                .retain(|change| change.change.not_undoable.as_deref() != Some(ABORTED));
+            for change in &mut record.changes {
+                // A change still pending when the call ends was neither
+                // confirmed nor withdrawn (a writer that returned early):
+                // the disk says which.
+                if change.state == ChangeState::Pending {
+                    change.state = match self.call.journal.settle(&change.change) {
+                        Settled::Made => ChangeState::Done,
+                        Settled::NotMade => ChangeState::Pending,
+                        Settled::Unknown => ChangeState::Unknown,
+                    };
+                }
+            }
+            // Still pending: the disk holds the old side, the change was
+            // never made.
+            record
+                .changes
+                .retain(|change| change.state != ChangeState::Pending);
+            record
+        };
+        let journal = &self.call.journal;
+        {
+            let _lock = journal.lock()?;
+            journal.finish(&record)?;
+        }
+        journal.since_prune.fetch_add(1, Ordering::Relaxed);
+        if journal.over_bounds() {
+            journal.prune()?;
+        }
+        journal.compact_in_background();
+        Ok(Some(record.id))
+    }
+}
+
+impl Drop for CallScope {
+    fn drop(&mut self) {
+        if let Err(err) = self.file() {
+            tracing::warn!(%err, "could not file a call's journal record");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

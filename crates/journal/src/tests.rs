@@ -1,0 +1,278 @@
+use super::*;
+
+fn settings(dir: &Path) -> Settings {
+    Settings::new(dir.join("state"))
+}
+
+/// Records one change of `path` from `before` to `after` (each `None` for
+/// absent), writing the file in between as the write path would.
+fn record_write(journal: &Arc<Journal>, tool: &str, path: &Path, after: Option<&[u8]>) -> u64 {
+    let scope = journal.begin(tool, "default", "local");
+    let recorder = current().unwrap();
+    let before = fs::read(path).ok();
+    let image =
+        |data: &[u8]| Image::stored(recorder.store(data).unwrap(), 0o644, data.len() as u64);
+    let op = match (&before, after) {
+        (None, _) => Op::Create,
+        (Some(_), Some(_)) => Op::Modify,
+        (Some(_), None) => Op::Delete,
+    };
+    let change = Change::new(path, op, before.as_deref().map(image), after.map(image));
+    let token = recorder.intent(change).unwrap();
+    match after {
+        Some(data) => fs::write(path, data).unwrap(),
+        None => fs::remove_file(path).unwrap(),
+    }
+    recorder.done(token);
+    scope.finish().unwrap().unwrap()
+}
+
+#[test]
+fn a_call_is_recorded_with_its_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("a.txt");
+    fs::write(&file, "one\n").unwrap();
+    let id = record_write(&journal, "edit_file", &file, Some(b"two\n"));
+    let call = journal.call(id).unwrap().unwrap();
+    assert_eq!(call.tool, "edit_file");
+    assert_eq!(call.changes.len(), 1);
+    let change = &call.changes[0];
+    assert_eq!(change.state, ChangeState::Done);
+    assert_eq!(change.change.op, Op::Modify);
+    let before = change.change.before.as_ref().unwrap().hash.clone().unwrap();
+    assert_eq!(journal.content(&before).unwrap(), b"one\n");
+    assert!(journal.ids("pending").unwrap().is_empty());
+}
+
+#[test]
+fn a_call_without_changes_leaves_no_record_and_ids_increase() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    drop(journal.begin("read_file", "default", "local"));
+    assert!(journal.calls().unwrap().is_empty());
+    let file = dir.path().join("a.txt");
+    let a = record_write(&journal, "write_file", &file, Some(b"a"));
+    let b = record_write(&journal, "write_file", &file, Some(b"b"));
+    assert!(b > a);
+    let ids: Vec<u64> = journal.calls().unwrap().iter().map(|c| c.id).collect();
+    assert_eq!(ids, vec![b, a], "newest first");
+    assert!(current().is_none(), "the scope is gone with the call");
+}
+
+#[test]
+fn contents_are_stored_once_and_compacted_readably() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let data = "fn main() {}\n".repeat(200);
+    let a = journal.store(data.as_bytes()).unwrap();
+    let b = journal.store(data.as_bytes()).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(journal.list_objects().unwrap().len(), 1);
+    assert_eq!(journal.compact().unwrap(), 1);
+    let (_, path, size) = journal.list_objects().unwrap().remove(0);
+    assert!(path.extension().is_some_and(|e| e == "zst"));
+    assert!(size < data.len() as u64 / 4, "{size}");
+    assert_eq!(journal.content(&a).unwrap(), data.as_bytes());
+    assert!(matches!(
+        journal.content(&hash(b"never stored")),
+        Err(JournalError::MissingContent { .. })
+    ));
+}
+
+/// A crash between the write-ahead record and the file change: the next
+/// open finds the pending record and compares each change with the disk.
+#[test]
+fn an_interrupted_call_is_resolved_against_the_disk_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("made.txt");
+    let not_made = dir.path().join("not-made.txt");
+    let other = dir.path().join("other.txt");
+    for path in [&made, &not_made, &other] {
+        fs::write(path, "old\n").unwrap();
+    }
+    {
+        let journal = Journal::open(settings(dir.path())).unwrap();
+        let scope = journal.begin("apply_patch", "default", "local");
+        let recorder = current().unwrap();
+        let old = Image::stored(recorder.store(b"old\n").unwrap(), 0o644, 4);
+        let new = Image::stored(recorder.store(b"new\n").unwrap(), 0o644, 4);
+        for path in [&made, &not_made, &other] {
+            recorder
+                .intent(Change::new(
+                    path,
+                    Op::Modify,
+                    Some(old.clone()),
+                    Some(new.clone()),
+                ))
+                .unwrap();
+        }
+        // The crash: one file written, one not, one changed by someone
+        // else; the scope is never filed.
+        fs::write(&made, "new\n").unwrap();
+        fs::write(&other, "neither\n").unwrap();
+        std::mem::forget(scope);
+        let _ = CURRENT.with(|c| c.take());
+        assert_eq!(journal.ids("pending").unwrap().len(), 1);
+        assert!(journal.calls().unwrap().is_empty());
+    }
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+    let calls = journal.calls().unwrap();
+    assert_eq!(calls.len(), 1);
+    let states: Vec<(PathBuf, ChangeState)> = calls[0]
+        .changes
+        .iter()
+        .map(|c| (c.change.path.clone(), c.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(made, ChangeState::Done), (other, ChangeState::Unknown)]
+    );
+}
+
+#[test]
+fn a_pending_record_of_a_live_process_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let mut record = CallRecord {
+        id: 7,
+        time: now_secs(),
+        tool: "write_file".into(),
+        surface: "default".into(),
+        principal: "local".into(),
+        // pid 1 is always alive.
+        pid: 1,
+        undoes: Vec::new(),
+        changes: vec![ChangeRecord {
+            change: Change::new(dir.path().join("x"), Op::Create, None, None),
+            state: ChangeState::Pending,
+        }],
+    };
+    journal.write_pending(&record).unwrap();
+    drop(journal);
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert_eq!(journal.ids("pending").unwrap(), vec![7]);
+    // Its id is not handed out again.
+    assert_eq!(journal.next_id().unwrap(), 8);
+    record.pid = u32::MAX;
+    journal.write_pending(&record).unwrap();
+    drop(journal);
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+}
+
+#[test]
+fn a_withdrawn_change_is_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let scope = journal.begin("write_file", "default", "local");
+    let recorder = current().unwrap();
+    let token = recorder
+        .intent(Change::new(dir.path().join("x"), Op::Create, None, None))
+        .unwrap();
+    recorder.abort(token);
+    assert_eq!(scope.finish().unwrap(), Some(1));
+    assert!(journal.calls().unwrap().is_empty());
+}
+
+#[test]
+fn the_journal_stays_within_its_count_and_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path());
+    settings.max_calls = 50;
+    settings.durability = Durability::Relaxed;
+    let journal = Journal::open(settings.clone()).unwrap();
+    let file = dir.path().join("f.txt");
+    for n in 0..400 {
+        record_write(
+            &journal,
+            "write_file",
+            &file,
+            Some(format!("v{n}\n").as_bytes()),
+        );
+        assert!(journal.ids("calls").unwrap().len() <= 50);
+    }
+    let report = journal.prune().unwrap();
+    assert!(
+        report.calls_kept <= 50 && report.calls_kept >= 45,
+        "{report:?}"
+    );
+    // Contents of dropped calls are gone: at most two per kept call.
+    assert!(journal.list_objects().unwrap().len() <= 2 * report.calls_kept + 1);
+    let newest = &journal.calls().unwrap()[0];
+    let after = newest.changes[0]
+        .change
+        .after
+        .as_ref()
+        .unwrap()
+        .hash
+        .clone()
+        .unwrap();
+    assert_eq!(journal.content(&after).unwrap(), b"v399\n");
+
+    // The byte bound drops the oldest calls until the rest fit.
+    settings.max_bytes = 3000;
+    drop(journal);
+    let journal = Journal::open(settings).unwrap();
+    let big = dir.path().join("big.txt");
+    for n in 0..10u8 {
+        record_write(&journal, "write_file", &big, Some(&vec![n; 1000]));
+    }
+    let report = journal.prune().unwrap();
+    assert!(report.bytes_kept <= 3000, "{report:?}");
+    assert!(report.calls_kept >= 1);
+}
+
+#[test]
+fn old_calls_are_pruned_by_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = settings(dir.path());
+    let journal = Journal::open(settings.clone()).unwrap();
+    let file = dir.path().join("f.txt");
+    let id = record_write(&journal, "write_file", &file, Some(b"x"));
+    let path = dir.path().join("state/calls").join(record_name(id));
+    let mut record = journal.call(id).unwrap().unwrap();
+    record.time -= 3600;
+    fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    settings.max_age = Duration::from_secs(60);
+    drop(journal);
+    let journal = Journal::open(settings).unwrap();
+    assert!(journal.calls().unwrap().is_empty());
+    assert!(journal.list_objects().unwrap().is_empty());
+}
+
+#[test]
+fn a_state_directory_inside_a_root_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir(&root).unwrap();
+    let inside = Settings::new(root.join(".state/journal"));
+    assert!(matches!(
+        inside.check_outside(std::slice::from_ref(&root)),
+        Err(JournalError::InsideRoot { .. })
+    ));
+    assert!(
+        Settings::new(&root)
+            .check_outside(std::slice::from_ref(&root))
+            .is_err()
+    );
+    // Through a symbolic link too.
+    std::os::unix::fs::symlink(&root, dir.path().join("link")).unwrap();
+    let linked = Settings::new(dir.path().join("link/state"));
+    assert!(linked.check_outside(std::slice::from_ref(&root)).is_err());
+    let outside = Settings::new(dir.path().join("state"));
+    assert!(outside.check_outside(&[root]).is_ok());
+}
+
+#[test]
+fn a_corrupt_record_is_reported_not_skipped_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    fs::write(
+        dir.path().join("state/calls").join(record_name(3)),
+        "{not json",
+    )
+    .unwrap();
+    assert!(matches!(journal.calls(), Err(JournalError::Corrupt { .. })));
+}
