@@ -603,15 +603,27 @@ impl Journal {
         let counter = self.settings.dir.join("next");
         let stored = fs::read_to_string(&counter)
             .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        let seen = self
-            .ids("calls")?
-            .into_iter()
-            .chain(self.ids("pending")?)
-            .max()
-            .map_or(1, |max| max + 1);
-        let id = stored.max(seen).max(1);
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        // The counter alone, when there is one (it is only written under
+        // the lock); listing every record per call would cost milliseconds
+        // in a full journal. Without it (a new or damaged journal), one past
+        // every id on disk.
+        let taken = |id: u64| {
+            ["calls", "pending"]
+                .iter()
+                .any(|sub| self.settings.dir.join(sub).join(record_name(id)).exists())
+        };
+        let id = match stored {
+            // A counter behind the records (a crash lost its last update)
+            // would hand out a used id: then the records decide.
+            Some(next) if !taken(next.max(1)) => next.max(1),
+            _ => self
+                .ids("calls")?
+                .into_iter()
+                .chain(self.ids("pending")?)
+                .max()
+                .map_or(1, |max| max + 1),
+        };
         write_replace(&counter, format!("{}\n", id + 1).as_bytes(), false)?;
         Ok(id)
     }
