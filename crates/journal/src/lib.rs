@@ -384,6 +384,8 @@ pub struct Journal {
     baseline: Mutex<(u64, u64)>,
     /// Whether a compaction pass is running.
     compacting: Arc<AtomicBool>,
+    /// Contents stored raw since the last compaction pass began.
+    raw_since_compact: AtomicU64,
 }
 
 /// The journal's lock, held across processes until dropped.
@@ -465,6 +467,7 @@ impl Journal {
             stored_since_prune: AtomicU64::new(0),
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
+            raw_since_compact: AtomicU64::new(1),
         });
         journal.recover()?;
         journal.prune()?;
@@ -536,6 +539,7 @@ impl Journal {
         write_replace(&path, data, self.settings.durability == Durability::Full)?;
         self.stored_since_prune
             .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.raw_since_compact.fetch_add(1, Ordering::Relaxed);
         Ok(hash)
     }
 
@@ -868,9 +872,13 @@ impl Journal {
 
     /// Starts a compaction pass on a thread of its own unless one runs.
     fn compact_in_background(self: &Arc<Self>) {
-        if self.compacting.swap(true, Ordering::AcqRel) {
+        // Nothing new to compress: no pass (each lists every content).
+        if self.raw_since_compact.load(Ordering::Relaxed) == 0
+            || self.compacting.swap(true, Ordering::AcqRel)
+        {
             return;
         }
+        self.raw_since_compact.store(0, Ordering::Relaxed);
         let journal = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("journal-compact".into())
@@ -883,6 +891,12 @@ impl Journal {
         if spawned.is_err() {
             self.compacting.store(false, Ordering::Release);
         }
+    }
+
+    /// Whether the content `hash` is stored (raw or compressed).
+    fn has_content(&self, hash: &str) -> bool {
+        let path = self.object_path(hash);
+        path.exists() || path.with_extension("zst").exists()
     }
 
     /// Whether the journal may be past a bound, judging by what was added
@@ -1050,6 +1064,19 @@ impl Recorder {
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
         let journal = &self.0.journal;
         let _lock = journal.lock()?;
+        // A content found already stored (so not written again) may have
+        // been swept by a prune since, before this record referred to it;
+        // checked under the lock, which prunes hold, so the record never
+        // points at nothing. The write is then refused, not made unrecorded.
+        for change in &changes {
+            for image in [&change.before, &change.after].into_iter().flatten() {
+                if let Some(hash) = &image.hash
+                    && !journal.has_content(hash)
+                {
+                    return Err(JournalError::MissingContent { hash: hash.clone() });
+                }
+            }
+        }
         let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
         if record.id == 0 {
             record.id = journal.next_id()?;
