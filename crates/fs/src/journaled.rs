@@ -92,9 +92,9 @@ pub(crate) fn image_of_bytes(
         ));
     }
     let hash = if parts.len() == 1 {
-        recorder.store(parts[0])
+        recorder.store_after(parts[0])
     } else {
-        recorder.store(&parts.concat())
+        recorder.store_after(&parts.concat())
     }
     .map_err(journal_error)?;
     Ok((Image::stored(hash, mode, size as u64), None))

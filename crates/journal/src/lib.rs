@@ -526,17 +526,38 @@ impl Journal {
     }
 
     /// Stores `data` (once per distinct content); returns its hash.
+    /// Flushed under [`Durability::Full`]: for contents that exist nowhere
+    /// else once the change is made (what a file held before).
     pub fn store(&self, data: &[u8]) -> Result<String> {
+        self.store_with(data, self.settings.durability == Durability::Full)
+    }
+
+    /// Stores `data` without flushing it: for what a file is about to
+    /// hold, which the file itself keeps (the write path flushes it); a
+    /// crash that loses it loses nothing an undo of this change needs.
+    pub fn store_unflushed(&self, data: &[u8]) -> Result<String> {
+        self.store_with(data, false)
+    }
+
+    fn store_with(&self, data: &[u8], sync: bool) -> Result<String> {
         let hash = blake3::hash(data).to_hex().to_string();
         let path = self.object_path(&hash);
         let packed = path.with_extension("zst");
         if path.exists() || packed.exists() {
+            if sync {
+                // Stored before, perhaps unflushed: flushing a file with
+                // nothing dirty is cheap. (A compressed one was flushed by
+                // compaction under this durability.)
+                if let Ok(file) = File::open(&path) {
+                    file.sync_all().map_err(io_err("flushing", &path))?;
+                }
+            }
             return Ok(hash);
         }
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
         }
-        write_replace(&path, data, self.settings.durability == Durability::Full)?;
+        write_replace(&path, data, sync)?;
         self.stored_since_prune
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         self.raw_since_compact.fetch_add(1, Ordering::Relaxed);
@@ -1045,6 +1066,12 @@ impl Recorder {
     /// Stores a content; see [`Journal::store`].
     pub fn store(&self, data: &[u8]) -> Result<String> {
         self.0.journal.store(data)
+    }
+
+    /// Stores a content about to be written; see
+    /// [`Journal::store_unflushed`].
+    pub fn store_after(&self, data: &[u8]) -> Result<String> {
+        self.0.journal.store_unflushed(data)
     }
 
     /// Notes that this call undoes `ids`.
