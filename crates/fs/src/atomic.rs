@@ -503,7 +503,7 @@ fn move_entry(
     use nix::errno::Errno;
     use nix::fcntl::{RenameFlags, renameat2};
     let result = match renameat2(
-        &from_dir,
+        from_dir,
         from_name,
         to_dir,
         to_name,

@@ -92,9 +92,9 @@ pub(crate) fn image_of_bytes(
         ));
     }
     let hash = if parts.len() == 1 {
-        recorder.store(parts[0])
+        recorder.store_after(parts[0])
     } else {
-        recorder.store(&parts.concat())
+        recorder.store_after(&parts.concat())
     }
     .map_err(journal_error)?;
     Ok((Image::stored(hash, mode, size as u64), None))
@@ -284,4 +284,163 @@ pub(crate) fn move_changes(
     let mut made = Change::new(to.abs(), Op::Create, None, Some(image));
     made.not_undoable = reason;
     Ok(vec![gone, made])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Expected;
+    use agent_tools_confine::Confinement;
+    use agent_tools_journal::{ChangeState, Journal, Settings};
+    use std::os::unix::fs::PermissionsExt as _;
+
+    fn setup() -> (tempfile::TempDir, Workspace, std::sync::Arc<Journal>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("root")).unwrap();
+        let ws = Workspace::open(dir.path().join("root"), Confinement::Confined).unwrap();
+        let journal = Journal::open(Settings::new(dir.path().join("state"))).unwrap();
+        (dir, ws, journal)
+    }
+
+    #[test]
+    fn a_write_records_before_and_after_with_modes() {
+        let (dir, ws, journal) = setup();
+        let file = dir.path().join("root/a.txt");
+        std::fs::write(&file, "old\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let path = ws.resolve("a.txt").unwrap();
+        let scope = journal.begin("write_file", "test", "local");
+        crate::write_atomic(&ws, &path, b"new\n", Expected::Absent).unwrap_err();
+        let meta = ws.symlink_metadata(&path).unwrap();
+        crate::write_atomic(
+            &ws,
+            &path,
+            b"new\n",
+            Expected::Same(crate::FileStamp::of(&meta)),
+        )
+        .unwrap();
+        let id = scope.finish().unwrap().unwrap();
+        let call = journal.call(id).unwrap().unwrap();
+        // The refused write (the file exists) left no change behind.
+        assert_eq!(call.changes.len(), 1, "{call:?}");
+        let change = &call.changes[0];
+        assert_eq!(change.state, ChangeState::Done);
+        assert_eq!(change.change.op, Op::Modify);
+        let before = change.change.before.as_ref().unwrap();
+        let after = change.change.after.as_ref().unwrap();
+        assert_eq!((before.mode, after.mode), (0o640, 0o640));
+        assert_eq!(
+            journal.content(before.hash.as_ref().unwrap()).unwrap(),
+            b"old\n"
+        );
+        assert_eq!(
+            journal.content(after.hash.as_ref().unwrap()).unwrap(),
+            b"new\n"
+        );
+    }
+
+    #[test]
+    fn a_change_the_journal_cannot_record_is_not_made() {
+        let (dir, ws, journal) = setup();
+        let file = dir.path().join("root/a.txt");
+        std::fs::write(&file, "old\n").unwrap();
+        // The pending directory replaced by a file: no intent can be written.
+        let pending = dir.path().join("state/pending");
+        std::fs::remove_dir(&pending).unwrap();
+        std::fs::write(&pending, "").unwrap();
+        let path = ws.resolve("a.txt").unwrap();
+        let meta = ws.symlink_metadata(&path).unwrap();
+        let scope = journal.begin("write_file", "test", "local");
+        let err = crate::write_atomic(
+            &ws,
+            &path,
+            b"new\n",
+            Expected::Same(crate::FileStamp::of(&meta)),
+        )
+        .unwrap_err();
+        assert!(err.message().contains("undo journal"), "{err:?}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+        let err = crate::remove_seen(&ws, &path, None).unwrap_err();
+        assert!(err.message().contains("undo journal"), "{err:?}");
+        assert!(file.exists());
+        drop(scope);
+    }
+
+    #[test]
+    fn staged_writes_moves_and_trees_are_recorded_and_a_file_over_the_cap_is_not_undoable() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("t/u")).unwrap();
+        std::fs::write(root.join("t/u/f"), "f").unwrap();
+        std::fs::write(root.join("big"), vec![b'x'; 64]).unwrap();
+        let ws = Workspace::open(&root, Confinement::Confined).unwrap();
+        let mut settings = Settings::new(dir.path().join("state"));
+        settings.max_file_bytes = 32;
+        let journal = Journal::open(settings).unwrap();
+        let scope = journal.begin("apply_patch", "test", "local");
+        let mut batch = vec![
+            crate::stage_replace(&ws, &ws.resolve("n1").unwrap(), b"1", Expected::Absent).unwrap(),
+            crate::stage_replace(&ws, &ws.resolve("n2").unwrap(), b"2", Expected::Absent).unwrap(),
+        ];
+        crate::commit_staged(&mut batch).unwrap();
+        crate::rename_new(
+            &ws,
+            &ws.resolve("big").unwrap(),
+            &ws.resolve("big2").unwrap(),
+            None,
+        )
+        .unwrap();
+        make_dirs(&ws, &ws.resolve("m/n").unwrap()).unwrap();
+        let (parent, name) = ws.open_parent(&ws.resolve("t").unwrap()).unwrap();
+        remove_tree(&parent, &name, &root.join("t")).unwrap();
+        let id = scope.finish().unwrap().unwrap();
+        let call = journal.call(id).unwrap().unwrap();
+        let ops: Vec<(String, Op, bool)> = call
+            .changes
+            .iter()
+            .map(|c| {
+                let rel = c.change.path.strip_prefix(&root).unwrap();
+                (
+                    rel.display().to_string(),
+                    c.change.op,
+                    c.change.not_undoable.is_some(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, Op, bool)> = [
+            ("n1", Op::Create, false),
+            ("n2", Op::Create, false),
+            ("big", Op::Delete, true),
+            ("big2", Op::Create, true),
+            ("m", Op::Mkdir, false),
+            ("m/n", Op::Mkdir, false),
+            ("t/u/f", Op::Delete, false),
+            ("t/u", Op::Rmdir, false),
+            ("t", Op::Rmdir, false),
+        ]
+        .into_iter()
+        .map(|(p, o, n)| (p.to_owned(), o, n))
+        .collect();
+        assert_eq!(ops, expected);
+
+        // The undo puts it all back, except what is not undoable, which
+        // refuses it.
+        let undo = |force| {
+            crate::undo::undo(
+                &journal,
+                std::slice::from_ref(&ws),
+                &crate::undo::UndoRequest {
+                    call: Some(id),
+                    force,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        let report = undo(false);
+        assert!(report.conflicted() && !report.applied, "{report:?}");
+        assert!(root.join("n1").exists(), "nothing written on a refusal");
+        let report = undo(true);
+        assert!(report.conflicted() && !report.applied, "{report:?}");
+    }
 }

@@ -258,6 +258,10 @@ pub fn undo(
                 }
                 Op::Create | Op::Modify | Op::Delete => {}
             }
+            if let Some(reason) = &change.not_undoable {
+                files.push((change.path.clone(), Outcome::NotUndoable(reason.clone())));
+                continue;
+            }
             if !plan.contains_key(&change.path) {
                 let (disk, stamp) = read_state(workspaces, &change.path, cap)?;
                 plan.insert(

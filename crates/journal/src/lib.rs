@@ -384,6 +384,8 @@ pub struct Journal {
     baseline: Mutex<(u64, u64)>,
     /// Whether a compaction pass is running.
     compacting: Arc<AtomicBool>,
+    /// Contents stored raw since the last compaction pass began.
+    raw_since_compact: AtomicU64,
 }
 
 /// The journal's lock, held across processes until dropped.
@@ -465,6 +467,7 @@ impl Journal {
             stored_since_prune: AtomicU64::new(0),
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
+            raw_since_compact: AtomicU64::new(1),
         });
         journal.recover()?;
         journal.prune()?;
@@ -523,19 +526,41 @@ impl Journal {
     }
 
     /// Stores `data` (once per distinct content); returns its hash.
+    /// Flushed under [`Durability::Full`]: for contents that exist nowhere
+    /// else once the change is made (what a file held before).
     pub fn store(&self, data: &[u8]) -> Result<String> {
+        self.store_with(data, self.settings.durability == Durability::Full)
+    }
+
+    /// Stores `data` without flushing it: for what a file is about to
+    /// hold, which the file itself keeps (the write path flushes it); a
+    /// crash that loses it loses nothing an undo of this change needs.
+    pub fn store_unflushed(&self, data: &[u8]) -> Result<String> {
+        self.store_with(data, false)
+    }
+
+    fn store_with(&self, data: &[u8], sync: bool) -> Result<String> {
         let hash = blake3::hash(data).to_hex().to_string();
         let path = self.object_path(&hash);
         let packed = path.with_extension("zst");
         if path.exists() || packed.exists() {
+            if sync {
+                // Stored before, perhaps unflushed: flushing a file with
+                // nothing dirty is cheap. (A compressed one was flushed by
+                // compaction under this durability.)
+                if let Ok(file) = File::open(&path) {
+                    file.sync_all().map_err(io_err("flushing", &path))?;
+                }
+            }
             return Ok(hash);
         }
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
         }
-        write_replace(&path, data, self.settings.durability == Durability::Full)?;
+        write_replace(&path, data, sync)?;
         self.stored_since_prune
             .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.raw_since_compact.fetch_add(1, Ordering::Relaxed);
         Ok(hash)
     }
 
@@ -603,15 +628,27 @@ impl Journal {
         let counter = self.settings.dir.join("next");
         let stored = fs::read_to_string(&counter)
             .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        let seen = self
-            .ids("calls")?
-            .into_iter()
-            .chain(self.ids("pending")?)
-            .max()
-            .map_or(1, |max| max + 1);
-        let id = stored.max(seen).max(1);
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        // The counter alone, when there is one (it is only written under
+        // the lock); listing every record per call would cost milliseconds
+        // in a full journal. Without it (a new or damaged journal), one past
+        // every id on disk.
+        let taken = |id: u64| {
+            ["calls", "pending"]
+                .iter()
+                .any(|sub| self.settings.dir.join(sub).join(record_name(id)).exists())
+        };
+        let id = match stored {
+            // A counter behind the records (a crash lost its last update)
+            // would hand out a used id: then the records decide.
+            Some(next) if !taken(next.max(1)) => next.max(1),
+            _ => self
+                .ids("calls")?
+                .into_iter()
+                .chain(self.ids("pending")?)
+                .max()
+                .map_or(1, |max| max + 1),
+        };
         write_replace(&counter, format!("{}\n", id + 1).as_bytes(), false)?;
         Ok(id)
     }
@@ -856,9 +893,13 @@ impl Journal {
 
     /// Starts a compaction pass on a thread of its own unless one runs.
     fn compact_in_background(self: &Arc<Self>) {
-        if self.compacting.swap(true, Ordering::AcqRel) {
+        // Nothing new to compress: no pass (each lists every content).
+        if self.raw_since_compact.load(Ordering::Relaxed) == 0
+            || self.compacting.swap(true, Ordering::AcqRel)
+        {
             return;
         }
+        self.raw_since_compact.store(0, Ordering::Relaxed);
         let journal = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("journal-compact".into())
@@ -871,6 +912,12 @@ impl Journal {
         if spawned.is_err() {
             self.compacting.store(false, Ordering::Release);
         }
+    }
+
+    /// Whether the content `hash` is stored (raw or compressed).
+    fn has_content(&self, hash: &str) -> bool {
+        let path = self.object_path(hash);
+        path.exists() || path.with_extension("zst").exists()
     }
 
     /// Whether the journal may be past a bound, judging by what was added
@@ -1021,6 +1068,12 @@ impl Recorder {
         self.0.journal.store(data)
     }
 
+    /// Stores a content about to be written; see
+    /// [`Journal::store_unflushed`].
+    pub fn store_after(&self, data: &[u8]) -> Result<String> {
+        self.0.journal.store_unflushed(data)
+    }
+
     /// Notes that this call undoes `ids`.
     pub fn note_undoes(&self, ids: &[u64]) {
         let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
@@ -1038,6 +1091,19 @@ impl Recorder {
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
         let journal = &self.0.journal;
         let _lock = journal.lock()?;
+        // A content found already stored (so not written again) may have
+        // been swept by a prune since, before this record referred to it;
+        // checked under the lock, which prunes hold, so the record never
+        // points at nothing. The write is then refused, not made unrecorded.
+        for change in &changes {
+            for image in [&change.before, &change.after].into_iter().flatten() {
+                if let Some(hash) = &image.hash
+                    && !journal.has_content(hash)
+                {
+                    return Err(JournalError::MissingContent { hash: hash.clone() });
+                }
+            }
+        }
         let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
         if record.id == 0 {
             record.id = journal.next_id()?;

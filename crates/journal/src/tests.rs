@@ -276,3 +276,38 @@ fn a_corrupt_record_is_reported_not_skipped_silently() {
     .unwrap();
     assert!(matches!(journal.calls(), Err(JournalError::Corrupt { .. })));
 }
+
+#[test]
+fn a_counter_behind_the_records_does_not_hand_out_a_used_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("f.txt");
+    let first = record_write(&journal, "write_file", &file, Some(b"1"));
+    let second = record_write(&journal, "write_file", &file, Some(b"2"));
+    fs::write(dir.path().join("state/next"), format!("{first}\n")).unwrap();
+    let third = record_write(&journal, "write_file", &file, Some(b"3"));
+    assert!(third > second, "{third} after {second}");
+    assert_eq!(journal.calls().unwrap().len(), 3);
+}
+
+#[test]
+fn an_intent_naming_a_content_swept_meanwhile_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let scope = journal.begin("write_file", "default", "local");
+    let recorder = current().unwrap();
+    let hash = recorder.store(b"swept").unwrap();
+    // A prune by another call sees no record referring to it yet.
+    journal.prune().unwrap();
+    let change = Change::new(
+        dir.path().join("x"),
+        Op::Create,
+        None,
+        Some(Image::stored(hash, 0o644, 5)),
+    );
+    assert!(matches!(
+        recorder.intent(change),
+        Err(JournalError::MissingContent { .. })
+    ));
+    assert_eq!(scope.finish().unwrap(), None);
+}

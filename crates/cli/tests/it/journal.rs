@@ -496,3 +496,37 @@ fn journal_sigkill_during_writes_leaves_it_consistent() {
     assert!(left.is_empty(), "not undone: {left:?}");
     client.shutdown();
 }
+
+#[test]
+fn journal_undo_refuses_unknown_calls_and_bad_arguments() {
+    let (_outer, root, state) = setup();
+    let mut client = start(&root, &state, "agent-tools");
+    for (args, expected) in [
+        (json!({"call": 99}), "no call 99"),
+        (json!({"to": 5}), "nothing to undo"),
+        (json!({}), "either `call`"),
+        (json!({"call": 1, "to": 0}), "either `call`"),
+    ] {
+        let (is_error, text) = client.call("undo", args.clone());
+        assert!(is_error && text.contains(expected), "{args}: {text}");
+    }
+    let (is_error, text) = client.call("changes", json!({"call": 42}));
+    assert!(is_error && text.contains("no call 42"), "{text}");
+    assert_eq!(
+        call_ok(&mut client, "changes", json!({})),
+        "No recorded changes.\n"
+    );
+    client.shutdown();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .args([
+            "changes",
+            "--root",
+            root.to_str().unwrap(),
+            "--journal-durability",
+            "sometimes",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("expected full or relaxed"));
+}
