@@ -89,6 +89,7 @@ pub struct ToolSpec {
     bounded: bool,
     brief: bool,
     listed: bool,
+    needs_lsp: bool,
 }
 
 impl ToolSpec {
@@ -139,6 +140,12 @@ impl ToolSpec {
     /// and the snapshot). An unlisted tool can still be called.
     pub fn listed(&self) -> bool {
         self.listed
+    }
+
+    /// Whether the tool works through language servers, and so is offered
+    /// only when they are on (`--lsp`).
+    pub fn needs_lsp(&self) -> bool {
+        self.needs_lsp
     }
 }
 
@@ -214,11 +221,18 @@ impl<S: 'static> ToolDef<S> {
                 bounded: false,
                 brief: false,
                 listed: true,
+                needs_lsp: false,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
             brief_test: None,
         }
+    }
+
+    /// Offers the tool only when language servers are on.
+    pub fn needing_lsp(mut self) -> ToolDef<S> {
+        self.spec.needs_lsp = true;
+        self
     }
 
     /// Sets the title and the annotations.

@@ -185,7 +185,7 @@ impl LspClient {
         let index = self.slot_index(path)?;
         let started = Instant::now();
         let deadline = started + self.settings.wait;
-        let (server, outcome) = self.check(index, path, deadline, cancel, true);
+        let (server, outcome) = self.check(index, path, started, deadline, cancel, true);
         Some(Report {
             server,
             path: path.to_path_buf(),
@@ -200,7 +200,7 @@ impl LspClient {
         let index = self.slot_index(path).ok_or_else(|| no_server(path))?;
         let started = Instant::now();
         let deadline = started + self.settings.wait.max(Duration::from_secs(1));
-        let (server, outcome) = self.check(index, path, deadline, cancel, false);
+        let (server, outcome) = self.check(index, path, started, deadline, cancel, false);
         Ok(Report {
             server,
             path: path.to_path_buf(),
@@ -213,6 +213,7 @@ impl LspClient {
         &self,
         index: usize,
         path: &Path,
+        call_started: Instant,
         deadline: Instant,
         cancel: &AtomicBool,
         written: bool,
@@ -314,7 +315,11 @@ impl LspClient {
                 return (server, Outcome::Note(note));
             }
             let indexing = !conn.shared.lock().progress.is_empty();
-            let note = if indexing {
+            // A server started by this very call is still on its first
+            // analysis (loading its libraries), not slow to answer.
+            let note = if conn.started >= call_started {
+                Note::Starting
+            } else if indexing {
                 Note::Indexing
             } else {
                 Note::NoAnswer {

@@ -93,7 +93,9 @@ impl Shared {
 pub(crate) struct Connection {
     pub name: String,
     child: Mutex<Child>,
-    stdin: Arc<Mutex<ChildStdin>>,
+    /// `None` once closed (after `exit`), so a server waiting for its
+    /// input to end does.
+    stdin: Arc<Mutex<Option<ChildStdin>>>,
     pub shared: Arc<Shared>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Set when stderr closed, so a reason is read only once it is whole.
@@ -161,7 +163,7 @@ impl Connection {
                 message: "no pipes to the server".to_owned(),
             });
         };
-        let stdin = Arc::new(Mutex::new(stdin));
+        let stdin = Arc::new(Mutex::new(Some(stdin)));
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -282,7 +284,13 @@ impl Connection {
             .stdin
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
-        framing::write_message(&mut *stdin, message).map_err(|err| LspError::Exited {
+        let Some(stdin) = stdin.as_mut() else {
+            return Err(LspError::Exited {
+                server: self.name.clone(),
+                reason: "its input was closed".to_owned(),
+            });
+        };
+        framing::write_message(stdin, message).map_err(|err| LspError::Exited {
             server: self.name.clone(),
             reason: format!("cannot write to it: {err}"),
         })
@@ -348,6 +356,13 @@ impl Connection {
         if self.gone().is_none() {
             let _ = self.request("shutdown", Value::Null, deadline, &|| false);
             let _ = self.notify("exit", Value::Null);
+            // Closing its input ends a server that waits for that instead.
+            drop(
+                self.stdin
+                    .lock()
+                    .unwrap_or_else(|poison| poison.into_inner())
+                    .take(),
+            );
             while Instant::now() < deadline {
                 if matches!(self.child().try_wait(), Ok(Some(_))) {
                     break;
@@ -418,7 +433,7 @@ fn keep_stderr(mut stderr: impl Read, ring: &Mutex<VecDeque<u8>>) {
 fn read_loop(
     stdout: impl Read,
     shared: &Shared,
-    stdin: &Mutex<ChildStdin>,
+    stdin: &Mutex<Option<ChildStdin>>,
     settings: &Value,
     roots: &Value,
 ) {
@@ -439,7 +454,9 @@ fn read_loop(
                         "error": {"code": -32601, "message": format!("{method} is not supported")}}),
                 };
                 let mut stdin = stdin.lock().unwrap_or_else(|poison| poison.into_inner());
-                let _ = framing::write_message(&mut *stdin, &reply);
+                if let Some(stdin) = stdin.as_mut() {
+                    let _ = framing::write_message(stdin, &reply);
+                }
             }
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };

@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_RESTARTS: u32 = 3;
 pub const CRASH_WINDOW: Duration = Duration::from_secs(600);
 
 /// One language server and the files it handles.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     /// Its name, as notes and `status` show it.
     pub name: String,

@@ -108,10 +108,7 @@ impl Surface for DefaultSurface {
         if let Some(settings) = config.index() {
             files = files.with_index(settings);
         }
-        Ok(Services {
-            config: config.clone(),
-            files,
-        })
+        Ok(Services::new(config, files))
     }
 
     fn tools(&self) -> Vec<ToolDef<Services>> {
