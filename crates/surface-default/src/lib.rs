@@ -38,6 +38,7 @@ use agent_tools::{Hints, ToolDef};
 mod args;
 mod bash;
 mod files;
+mod lsp;
 mod patch;
 mod services;
 
@@ -63,7 +64,7 @@ pub fn open(config: Config) -> Result<AgentTools, StartupError> {
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
-const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
+const TITLES_AND_HINTS: [(&str, &str, Hints); 10] = [
     ("read_file", "Read file", Hints::READ),
     ("list_dir", "List directory", Hints::READ),
     ("glob", "Find files by glob", Hints::READ),
@@ -75,6 +76,8 @@ const TITLES_AND_HINTS: [(&str, &str, Hints); 9] = [
     ("multi_edit", "Edit file in several steps", Hints::EDIT),
     ("apply_patch", "Apply patch", Hints::EDIT),
     ("bash", "Run shell command", Hints::RUN),
+    // Asks a language server; changes nothing.
+    ("lsp", "Ask the language server", Hints::READ),
 ];
 
 impl Surface for DefaultSurface {
@@ -132,6 +135,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
     tools.extend(files::write_tools());
     tools.push(patch::apply_patch_tool());
     tools.push(bash::bash_tool());
+    tools.push(lsp::lsp_tool());
     tools
         .into_iter()
         .map(|tool| {
