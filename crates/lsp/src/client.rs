@@ -292,6 +292,16 @@ impl LspClient {
             let arrived = conn.shared.wait_until(deadline, |state| {
                 fresh(state) || state.exited.is_some() || cancelled()
             });
+            let versionless = {
+                let state = conn.shared.lock();
+                state
+                    .published
+                    .get(path)
+                    .is_some_and(|p| p.version.is_none())
+            };
+            if arrived && versionless {
+                settle(&conn, path, deadline);
+            }
             let state = conn.shared.lock();
             if arrived && fresh(&state) {
                 state.published.get(path).map(|p| p.items.clone())
@@ -614,6 +624,35 @@ impl Drop for LspClient {
                 }
             }
         });
+    }
+}
+
+/// How long a server that sends no versions must stay quiet about a file
+/// before its last publication is taken as the answer: such servers publish
+/// in stages (syntax first, types later), each replacing the last.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// Waits until `path` has had no new publication for [`SETTLE`], or
+/// `deadline`.
+fn settle(conn: &Connection, path: &Path, deadline: Instant) {
+    loop {
+        let seen = conn
+            .shared
+            .lock()
+            .published
+            .get(path)
+            .map_or(0, |p| p.generation);
+        let until = (Instant::now() + SETTLE).min(deadline);
+        let newer = conn.shared.wait_until(until, |state| {
+            state.exited.is_some()
+                || state
+                    .published
+                    .get(path)
+                    .is_some_and(|p| p.generation > seen)
+        });
+        if !newer || Instant::now() >= deadline || conn.shared.lock().exited.is_some() {
+            return;
+        }
     }
 }
 
