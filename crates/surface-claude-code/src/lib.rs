@@ -29,6 +29,7 @@ use agent_tools_surface_default::{DefaultSurface, Services};
 mod args;
 mod cells;
 mod edit;
+mod lsp;
 mod messages;
 mod notebook;
 mod pdf;
@@ -127,6 +128,10 @@ impl Surface for ClaudeCodeSurface {
                 .bounding_itself(),
             ToolDef::typed("KillShell", args::KILL_SHELL, true, shell::kill_shell)
                 .titled("Stop background command", STOP),
+            // Asks a language server; offered only with --lsp.
+            ToolDef::typed("LSP", args::LSP, false, lsp::lsp)
+                .titled("Ask the language server", Hints::READ)
+                .needing_lsp(),
         ]
     }
 

@@ -468,3 +468,63 @@ fn lsp_typescript_reports_a_type_error_in_the_edit_answer() {
     client.wait_exit(Duration::from_secs(15));
     assert_all_gone(&servers, Duration::from_secs(5));
 }
+
+#[test]
+fn lsp_claude_code_surface_offers_its_lsp_tool_only_with_lsp() {
+    let setup = Setup::new();
+    let mut plain = McpClient::start_guarded(setup.dir.path(), &["--surface", "claude-code"]);
+    assert!(!tool_names(&mut plain).contains(&"LSP".to_owned()));
+    plain.shutdown();
+
+    std::fs::write(setup.dir.path().join("b.fk"), "def helper\nhelper()\n").unwrap();
+    let args = setup.fake_args("normal", &["--surface", "claude-code"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let listed = client.request("tools/list", json!({}));
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "LSP")
+        .cloned()
+        .unwrap();
+    insta::assert_json_snapshot!("claude_code_lsp_tool", tool);
+    let file = setup.dir.path().join("b.fk");
+    let file = file.to_str().unwrap();
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "findReferences", "filePath": file, "line": 2, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "Found 2 references across 1 file:\n\nb.fk:\n  Line 1:5\n  Line 2:1"
+    );
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "goToDefinition", "filePath": "b.fk", "line": 2, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "Defined in b.fk:1:5");
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": file, "line": 0, "character": 1}),
+    );
+    assert!(is_error, "{text}");
+    std::fs::write(setup.dir.path().join("n.txt"), "x").unwrap();
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": "n.txt", "line": 1, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "No LSP server available for file type: .txt");
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": "gone.fk", "line": 1, "character": 1}),
+    );
+    assert!(is_error);
+    assert_eq!(
+        text,
+        "<tool_use_error>File does not exist: gone.fk</tool_use_error>"
+    );
+    client.shutdown();
+}
