@@ -6,6 +6,7 @@ use std::sync::Arc;
 use agent_tools_bash::{Launcher, RunRequest};
 use agent_tools_confine::Confinement;
 use agent_tools_fs::{IndexSettings, Limits};
+use agent_tools_lsp::{ServerConfigError, ServerSpec};
 use agent_tools_sandbox::{Coverage, PolicyError, SandboxError, SandboxPolicy};
 
 /// Why the tools could not start. Each variant names what was wrong.
@@ -132,6 +133,59 @@ pub struct ConfigBuilder {
     index: Option<IndexSettings>,
     sandbox: CommandSandbox,
     journal: Option<JournalOptions>,
+    lsp: Option<LspOptions>,
+}
+
+/// Default for how long a write waits for its file's diagnostics.
+pub const DEFAULT_LSP_WAIT_MS: u64 = 3000;
+/// The longest a write may be configured to wait for diagnostics.
+pub const MAX_LSP_WAIT_MS: u64 = 30_000;
+
+/// Which diagnostics a write reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LspReport {
+    /// Errors only.
+    #[default]
+    Errors,
+    /// Errors and warnings.
+    Warnings,
+}
+
+/// Language servers (see SPEC, Language servers): which serve which files,
+/// how long a write waits for its diagnostics, and what it reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LspOptions {
+    /// Candidate servers, in order of preference; per file the first that
+    /// handles its extension and is found on `PATH` is used.
+    pub servers: Vec<ServerSpec>,
+    /// How long a write waits for diagnostics, in milliseconds (0 to
+    /// [`MAX_LSP_WAIT_MS`]).
+    pub wait_ms: u64,
+    /// What a write reports.
+    pub report: LspReport,
+}
+
+impl Default for LspOptions {
+    /// The built-in table, the default wait, errors only.
+    fn default() -> Self {
+        LspOptions {
+            servers: agent_tools_lsp::builtin_servers(),
+            wait_ms: DEFAULT_LSP_WAIT_MS,
+            report: LspReport::Errors,
+        }
+    }
+}
+
+impl LspOptions {
+    /// Adds the servers of a `.lsp.json` file's text (Claude Code's shape)
+    /// ahead of the built-in ones, so they override them for their
+    /// extensions.
+    pub fn with_config(mut self, text: &str) -> Result<Self, ServerConfigError> {
+        let mut servers = agent_tools_lsp::parse_lsp_json(text)?;
+        servers.append(&mut self.servers);
+        self.servers = servers;
+        Ok(self)
+    }
 }
 
 /// What `--journal` asks for: where the undo journal lives (`None`: the
@@ -307,6 +361,7 @@ pub struct Config {
     index: Option<IndexSettings>,
     sandbox: Option<ActiveSandbox>,
     journal: Option<ActiveJournal>,
+    lsp: Option<LspOptions>,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -335,6 +390,7 @@ impl ConfigBuilder {
             index: None,
             sandbox: CommandSandbox::Off,
             journal: None,
+            lsp: None,
         }
     }
 
@@ -436,6 +492,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// Turns language servers on (off by default).
+    pub fn lsp(mut self, options: LspOptions) -> Self {
+        self.lsp = Some(options);
+        self
+    }
+
     /// Checks everything and freezes the configuration.
     pub fn build(self) -> Result<Config, StartupError> {
         check_range(
@@ -463,6 +525,9 @@ impl ConfigBuilder {
                 1024 * 1024,
                 64 * 1024 * 1024 * 1024,
             )?;
+        }
+        if let Some(lsp) = &self.lsp {
+            check_range("lsp_wait_ms", lsp.wait_ms, 0, MAX_LSP_WAIT_MS)?;
         }
         if !self.awaiting_roots {
             check_directory(&self.root)?;
@@ -513,6 +578,7 @@ impl ConfigBuilder {
             bash_launcher: self.bash_launcher,
             index: self.index,
             sandbox,
+            lsp: self.lsp,
         })
     }
 }
@@ -677,6 +743,11 @@ impl Config {
     /// The undo journal, when `--journal` is on.
     pub fn journal(&self) -> Option<&ActiveJournal> {
         self.journal.as_ref()
+    }
+
+    /// The language servers, when they are on.
+    pub fn lsp(&self) -> Option<&LspOptions> {
+        self.lsp.as_ref()
     }
 
     /// The limits handed to the file tools.

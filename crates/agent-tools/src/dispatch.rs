@@ -51,6 +51,7 @@ impl AgentTools {
         let offered = tools
             .into_iter()
             .filter(|def| !(config.read_only() && def.spec().mutating()))
+            .filter(|def| !def.spec().needs_lsp() || config.lsp().is_some())
             .map(|def| {
                 let schema = Value::Object((**def.validation_schema()).clone());
                 let validator = jsonschema::validator_for(&schema).map_err(|err| {

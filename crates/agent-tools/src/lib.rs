@@ -91,14 +91,16 @@ pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 pub use agent_tools_fs::IndexSettings;
 pub use agent_tools_fs::journal::Durability as JournalDurability;
+pub use agent_tools_lsp as lsp;
 pub use agent_tools_sandbox::{
     Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI, landlock_abi,
 };
 pub use catalog::SurfaceChoice;
 pub use config::{
     ActiveJournal, ActiveSandbox, AllowedRoot, CommandSandbox, Config, ConfigBuilder,
-    DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_INDEX_MEMORY_BYTES, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES, JournalOptions, JournalSettings, RootAccess, StartupError,
+    DEFAULT_BASH_TIMEOUT_MAX_MS, DEFAULT_INDEX_MEMORY_BYTES, DEFAULT_LSP_WAIT_MS,
+    DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_BYTES, JournalOptions, JournalSettings, LspOptions,
+    LspReport, MAX_LSP_WAIT_MS, RootAccess, StartupError,
 };
 pub use context::{CallContext, CancelToken, Session};
 pub use dispatch::AgentTools;

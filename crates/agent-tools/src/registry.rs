@@ -90,6 +90,7 @@ pub struct ToolSpec {
     brief: bool,
     listed: bool,
     connection_bound: bool,
+    needs_lsp: bool,
 }
 
 impl ToolSpec {
@@ -147,6 +148,12 @@ impl ToolSpec {
     /// with no connection behind it cannot use it.
     pub fn connection_bound(&self) -> bool {
         self.connection_bound
+    }
+
+    /// Whether the tool works through language servers, and so is offered
+    /// only when they are on (`--lsp`).
+    pub fn needs_lsp(&self) -> bool {
+        self.needs_lsp
     }
 }
 
@@ -238,11 +245,18 @@ impl<S: 'static> ToolDef<S> {
                 brief: false,
                 listed: true,
                 connection_bound: false,
+                needs_lsp: false,
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
             brief_test: None,
         }
+    }
+
+    /// Offers the tool only when language servers are on.
+    pub fn needing_lsp(mut self) -> ToolDef<S> {
+        self.spec.needs_lsp = true;
+        self
     }
 
     /// Sets the title and the annotations.

@@ -138,12 +138,14 @@ pub trait Surface: Send + Sync + 'static {
 }
 
 /// The tools a surface offers in a mode, as clients see them (unlisted
-/// tools left out: they can be called but are not advertised).
+/// tools left out: they can be called but are not advertised; so are those
+/// that need language servers, which are off unless asked for).
 pub fn offered_specs<S: Surface>(surface: &S, read_only: bool) -> Vec<ToolSpec> {
     surface
         .tools()
         .into_iter()
         .filter(|tool| tool.spec().listed() && !(read_only && tool.spec().mutating()))
+        .filter(|tool| !tool.spec().needs_lsp())
         .map(|tool| tool.spec().clone())
         .collect()
 }

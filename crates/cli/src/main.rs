@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use agent_tools::{
     AgentTools, CommandSandbox, Config, ConfigBuilder, Confinement, IndexSettings, Launcher,
-    RootAccess, SandboxCoverage, SurfaceChoice,
+    LspOptions, LspReport, RootAccess, SandboxCoverage, SurfaceChoice,
 };
 use agent_tools_cli::surfaces;
 use agent_tools_mcp::ServerLimits;
@@ -82,8 +82,9 @@ enum Command {
     },
     /// List the tool surfaces, one a line: name, then what it is for.
     Surfaces,
-    /// What this machine offers, one a line: a name, then its state (today
-    /// `sandbox`: the Landlock ABI `--sandbox` would use, or why it cannot).
+    /// What this machine offers, one a line: a name, then its state
+    /// (`sandbox`: the Landlock ABI `--sandbox` would use, or why it cannot;
+    /// `lsp-NAME`: where each built-in language server was found, if it was).
     Status,
 }
 
@@ -163,6 +164,32 @@ struct WorkspaceArgs {
     /// (a crash may lose undo data, never file data).
     #[arg(long, value_name = "full|relaxed", default_value = "full")]
     journal_durability: String,
+    /// Use language servers (off by default): after every write the answer
+    /// gets the file's errors from its server, and code navigation tools
+    /// are offered. Servers are found on PATH (see `agent-tools status`)
+    /// and run like commands, under --sandbox when given.
+    #[arg(long)]
+    lsp: bool,
+    /// With --lsp: more servers, or overrides for the built-in ones, in
+    /// Claude Code's .lsp.json shape.
+    #[arg(long, value_name = "FILE", requires = "lsp")]
+    lsp_config: Option<PathBuf>,
+    /// With --lsp: how long a write waits for its diagnostics (0-30000;
+    /// 0 reports only what is already known).
+    #[arg(long, value_name = "MS", default_value_t = agent_tools::DEFAULT_LSP_WAIT_MS)]
+    lsp_wait_ms: u64,
+    /// With --lsp: what a write reports.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = LspDiagnostics::Errors)]
+    lsp_diagnostics: LspDiagnostics,
+}
+
+/// What `--lsp-diagnostics` takes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LspDiagnostics {
+    /// Errors only.
+    Errors,
+    /// Errors and warnings.
+    Warnings,
 }
 
 /// The default of `--index-memory-mb`.
@@ -235,6 +262,24 @@ impl WorkspaceArgs {
                 max_bytes: self.journal_max_mb.saturating_mul(1024 * 1024),
                 durability,
             });
+        }
+        if self.lsp {
+            let mut options = LspOptions {
+                wait_ms: self.lsp_wait_ms,
+                report: match self.lsp_diagnostics {
+                    LspDiagnostics::Errors => LspReport::Errors,
+                    LspDiagnostics::Warnings => LspReport::Warnings,
+                },
+                ..LspOptions::default()
+            };
+            if let Some(file) = &self.lsp_config {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|err| anyhow::anyhow!("--lsp-config {}: {err}", file.display()))?;
+                options = options
+                    .with_config(&text)
+                    .map_err(|err| anyhow::anyhow!("--lsp-config {}: {err}", file.display()))?;
+            }
+            config = config.lsp(options);
         }
         let config = config
             .bash_launcher(launcher)
@@ -309,6 +354,21 @@ fn sandbox_status() -> String {
         }
         Err(err) => format!("sandbox\tunavailable: {err}\n"),
     }
+}
+
+/// The `status` lines for the built-in language servers: where each was
+/// found on PATH, or that it was not.
+fn lsp_status() -> String {
+    agent_tools::lsp::builtin_servers()
+        .iter()
+        .map(|spec| match spec.locate() {
+            Some(path) => format!("lsp-{}\t{}\n", spec.name, path.display()),
+            None => format!(
+                "lsp-{}\tnot found ({} is not on PATH)\n",
+                spec.name, spec.command
+            ),
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -507,6 +567,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Status => {
             print_quietly(&sandbox_status())?;
+            print_quietly(&lsp_status())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Surfaces => {

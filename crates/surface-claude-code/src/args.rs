@@ -281,3 +281,47 @@ pub(crate) struct NotebookEditArgs {
     #[serde(default)]
     pub edit_mode: Option<EditMode>,
 }
+
+pub(crate) const LSP: &str = "Ask the workspace's language server about code (offered when the \
+server runs with --lsp). operation: goToDefinition, findReferences, hover, documentSymbol, \
+workspaceSymbol (give query, the name or part of it), goToImplementation, prepareCallHierarchy, \
+incomingCalls, outgoingCalls. Every operation takes filePath (absolute or relative to the \
+workspace root) and a position: line and character, both 1-based as an editor shows them. \
+When no language server handles the file type, the answer says so.";
+
+/// What `LSP` asks the language server (Claude Code's operation names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum LspOperation {
+    GoToDefinition,
+    FindReferences,
+    Hover,
+    DocumentSymbol,
+    WorkspaceSymbol,
+    GoToImplementation,
+    PrepareCallHierarchy,
+    IncomingCalls,
+    OutgoingCalls,
+}
+
+/// Arguments of `LSP`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LspArgs {
+    /// Which language-server request to make.
+    pub(crate) operation: LspOperation,
+    /// The file, absolute or relative to the workspace root.
+    #[serde(rename = "filePath")]
+    pub(crate) file_path: String,
+    /// The line, counted from 1 as editors show it.
+    // Claude Code says `exclusiveMinimum: 0`; the portable subset says the
+    // same for integers as `minimum: 1`.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_991_u64))]
+    pub(crate) line: u64,
+    /// The character on the line, counted from 1 as editors show it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_991_u64))]
+    pub(crate) character: u64,
+    /// For workspaceSymbol: the name, or part of it, to look for (servers mostly find nothing for an empty one).
+    #[serde(default)]
+    pub(crate) query: Option<String>,
+}

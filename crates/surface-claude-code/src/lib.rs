@@ -29,6 +29,7 @@ use agent_tools_surface_default::{DefaultSurface, Services};
 mod args;
 mod cells;
 mod edit;
+mod lsp;
 mod messages;
 mod notebook;
 mod pdf;
@@ -146,6 +147,10 @@ impl Surface for ClaudeCodeSurface {
             ToolDef::typed("TaskStop", tasks::TASK_STOP, true, tasks::task_stop)
                 .titled("Stop background task", STOP)
                 .bound_to_connection(),
+            // Asks a language server; offered only with --lsp.
+            ToolDef::typed("LSP", args::LSP, false, lsp::lsp)
+                .titled("Ask the language server", Hints::READ)
+                .needing_lsp(),
         ]
     }
 

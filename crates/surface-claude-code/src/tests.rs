@@ -920,15 +920,18 @@ fn every_tool_is_offered_with_a_title_and_truthful_hints() {
             "KillShell",
             "BashOutput",
             "TaskOutput",
-            "TaskStop"
+            "TaskStop",
+            "LSP"
         ]
     );
     for tool in ClaudeCodeSurface.tools() {
         let hints = tool.spec().hints();
         let reads = matches!(
             tool.name(),
-            "Read" | "Glob" | "Grep" | "BashOutput" | "TaskOutput"
+            "Read" | "Glob" | "Grep" | "BashOutput" | "TaskOutput" | "LSP"
         );
+        // Only LSP needs the language servers (`--lsp`).
+        assert_eq!(tool.spec().needs_lsp(), tool.name() == "LSP");
         assert_eq!(hints.read_only, reads, "{}", tool.name());
         assert_eq!(hints.open_world, tool.name() == "Bash", "{}", tool.name());
     }

@@ -35,3 +35,58 @@ pub(crate) struct ApplyPatchArgs {
     #[serde(alias = "input")]
     pub(crate) patch: String,
 }
+
+/// What `lsp` asks the language server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LspOperation {
+    /// Where the symbol is defined.
+    Definition,
+    /// Every use of the symbol, its declaration included.
+    References,
+    /// The symbol's type and documentation.
+    Hover,
+    /// The outline of the file.
+    DocumentSymbols,
+    /// Symbols matching `query` across the workspace.
+    WorkspaceSymbols,
+    /// Implementations of an interface or abstract method.
+    Implementations,
+    /// Who calls the function.
+    IncomingCalls,
+    /// What the function calls.
+    OutgoingCalls,
+    /// The file's errors and warnings now.
+    Diagnostics,
+}
+
+/// Arguments of `lsp`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LspArgs {
+    /// What to ask.
+    pub(crate) operation: LspOperation,
+    /// The file (relative to the workspace root, or absolute inside it).
+    /// For workspace_symbols, any file of the language to search.
+    pub(crate) path: String,
+    /// The line the symbol is on, from 1 (definition, references, hover,
+    /// implementations, incoming_calls, outgoing_calls).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) line: Option<u32>,
+    /// The identifier as written on that line.
+    #[serde(default)]
+    pub(crate) symbol: Option<String>,
+    /// The column (from 1, in characters) of the occurrence meant, when the
+    /// symbol occurs more than once on the line.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) column: Option<u32>,
+    /// workspace_symbols: the name or part of it.
+    #[serde(default)]
+    pub(crate) query: Option<String>,
+    /// The most results listed (default 100, at most 1000).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub(crate) limit: Option<u32>,
+}

@@ -74,14 +74,27 @@ pub(crate) fn read_tools() -> Vec<ToolDef<Services>> {
 /// `write_file`, `edit_file`, `multi_edit`.
 pub(crate) fn write_tools() -> Vec<ToolDef<Services>> {
     vec![
-        ToolDef::typed("write_file", WRITE_FILE, true, |s, a: WriteFileArgs, _| {
-            s.files.write_file(&a)
+        ToolDef::typed(
+            "write_file",
+            WRITE_FILE,
+            true,
+            |s, a: WriteFileArgs, call| {
+                let answer = s.files.write_file(&a)?;
+                Ok(s.with_diagnostics(answer, &[&a.path], call.cancel.flag()))
+            },
+        ),
+        ToolDef::typed("edit_file", EDIT_FILE, true, |s, a: EditFileArgs, call| {
+            let answer = s.files.edit_file(&a)?;
+            Ok(s.with_diagnostics(answer, &[&a.path], call.cancel.flag()))
         }),
-        ToolDef::typed("edit_file", EDIT_FILE, true, |s, a: EditFileArgs, _| {
-            s.files.edit_file(&a)
-        }),
-        ToolDef::typed("multi_edit", MULTI_EDIT, true, |s, a: MultiEditArgs, _| {
-            s.files.multi_edit(&a)
-        }),
+        ToolDef::typed(
+            "multi_edit",
+            MULTI_EDIT,
+            true,
+            |s, a: MultiEditArgs, call| {
+                let answer = s.files.multi_edit(&a)?;
+                Ok(s.with_diagnostics(answer, &[&a.path], call.cancel.flag()))
+            },
+        ),
     ]
 }

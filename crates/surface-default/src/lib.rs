@@ -41,6 +41,7 @@ mod args;
 mod bash;
 mod files;
 mod jobs;
+mod lsp;
 mod patch;
 mod services;
 
@@ -70,7 +71,7 @@ pub fn open(config: Config) -> Result<AgentTools, StartupError> {
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
-const TITLES_AND_HINTS: [(&str, &str, Hints); 14] = [
+const TITLES_AND_HINTS: [(&str, &str, Hints); 15] = [
     ("read_file", "Read file", Hints::READ),
     ("list_dir", "List directory", Hints::READ),
     ("glob", "Find files by glob", Hints::READ),
@@ -87,6 +88,8 @@ const TITLES_AND_HINTS: [(&str, &str, Hints); 14] = [
     ("job_write", "Type into job", Hints::RUN),
     ("job_kill", "Stop job", jobs::STOP_JOB),
     ("job_list", "List jobs", Hints::READ),
+    // Asks a language server; changes nothing.
+    ("lsp", "Ask the language server", Hints::READ),
 ];
 
 impl Surface for DefaultSurface {
@@ -121,10 +124,7 @@ impl Surface for DefaultSurface {
         if let Some(settings) = config.index() {
             files = files.with_index(settings);
         }
-        Ok(Services {
-            config: config.clone(),
-            files,
-        })
+        Ok(Services::new(config, files))
     }
 
     fn tools(&self) -> Vec<ToolDef<Services>> {
@@ -154,6 +154,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
     tools.push(patch::apply_patch_tool());
     tools.push(bash::bash_tool());
     tools.extend(jobs::job_tools());
+    tools.push(lsp::lsp_tool());
     tools
         .into_iter()
         .map(|tool| {

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use crate::args::ApplyPatchArgs;
 use agent_tools_confine::{ConfinedPath, Workspace};
@@ -32,15 +33,22 @@ pub(crate) fn apply_patch_tool() -> ToolDef<Services> {
         "apply_patch",
         APPLY_PATCH,
         true,
-        |s, a: ApplyPatchArgs, _| apply_patch(s, &a.patch),
+        |s, a: ApplyPatchArgs, call| apply_patch(s, &a.patch, call.cancel.flag()),
     )
     // codex's JSON tool names the argument `input`.
     .accepting_alias("input", "patch")
 }
 
-fn apply_patch(services: &Services, text: &str) -> ToolResult<String> {
+fn apply_patch(services: &Services, text: &str, cancel: &AtomicBool) -> ToolResult<String> {
     let (patch, report) = apply_patch_text(services, text)?;
-    Ok(summarize(&patch, &report.to_string()))
+    let answer = summarize(&patch, &report.to_string());
+    // Every file the patch left in place (added, changed or moved to).
+    let written: Vec<&str> = patch
+        .files
+        .iter()
+        .filter_map(|file| file.new_path.as_deref())
+        .collect();
+    Ok(services.with_diagnostics(answer, &written, cancel))
 }
 
 /// Applies `text` (a unified diff or a `*** Begin Patch` patch) to the

@@ -1,18 +1,48 @@
 //! What the handlers work with: the frozen config and the tool back-ends
 //! built from it once.
 
-use agent_tools_fs::FileTools;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use agent_tools::Config;
+use agent_tools_fs::FileTools;
+use agent_tools_lsp::{Launch, LspClient, LspSettings, Report, Severity};
+
+use agent_tools::{Config, LspReport};
 
 /// The default surface's state: the back-ends shared by every call.
 #[derive(Debug)]
 pub struct Services {
     pub(crate) config: Config,
     pub(crate) files: FileTools,
+    pub(crate) lsp: Option<Arc<LspClient>>,
 }
 
 impl Services {
+    pub(crate) fn new(config: &Config, files: FileTools) -> Services {
+        let lsp = config.lsp().map(|options| {
+            Arc::new(LspClient::new(LspSettings {
+                root: files.workspace().root().to_path_buf(),
+                servers: options.servers.clone(),
+                wait: std::time::Duration::from_millis(options.wait_ms),
+                report: match options.report {
+                    LspReport::Errors => Severity::Error,
+                    LspReport::Warnings => Severity::Warning,
+                },
+                // Servers run project code: they start as commands do,
+                // through the launcher and under the same sandbox.
+                launch: Launch {
+                    launcher: config.bash_launcher().cloned(),
+                    sandbox: config.sandbox().map(|s| s.policy().clone()),
+                },
+            }))
+        });
+        Services {
+            config: config.clone(),
+            files,
+            lsp,
+        }
+    }
+
     /// The frozen configuration the tools run under.
     pub fn config(&self) -> &Config {
         &self.config
@@ -22,5 +52,66 @@ impl Services {
     /// surfaces that compose their own tools from the engine's.
     pub fn files(&self) -> &FileTools {
         &self.files
+    }
+
+    /// The language servers, when `--lsp` turned them on.
+    pub fn lsp(&self) -> Option<&LspClient> {
+        self.lsp.as_deref()
+    }
+
+    /// After a write: for each file written (as the tool named it) that a
+    /// language server handles, its diagnostics for the text now on disk,
+    /// each file checked at once (in parallel), so a call waits one
+    /// deadline however many files it wrote. Empty when servers are off
+    /// or none handles the files.
+    pub fn diagnostics_after_write(&self, written: &[&str], cancel: &AtomicBool) -> Vec<Report> {
+        let Some(lsp) = self.lsp() else {
+            return Vec::new();
+        };
+        let workspace = self.files.workspace();
+        let paths: Vec<_> = written
+            .iter()
+            .filter_map(|path| workspace.resolve(path).ok())
+            .filter(|path| lsp.server_for(path.abs()).is_some())
+            .collect();
+        match paths.as_slice() {
+            [] => Vec::new(),
+            [one] => lsp.after_write(one.abs(), cancel).into_iter().collect(),
+            many => std::thread::scope(|scope| {
+                let checks: Vec<_> = many
+                    .iter()
+                    .map(|path| scope.spawn(move || lsp.after_write(path.abs(), cancel)))
+                    .collect();
+                checks
+                    .into_iter()
+                    .filter_map(|check| check.join().ok().flatten())
+                    .collect()
+            }),
+        }
+    }
+
+    /// `answer` with the diagnostics blocks of the files written appended
+    /// (see [`Report::render_plain`]), each after a blank line.
+    pub fn with_diagnostics(
+        &self,
+        answer: String,
+        written: &[&str],
+        cancel: &AtomicBool,
+    ) -> String {
+        let reports = self.diagnostics_after_write(written, cancel);
+        if reports.is_empty() {
+            return answer;
+        }
+        let root = self.files.workspace().root();
+        let mut out = answer;
+        for report in reports {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push('\n');
+            out.push_str(&report.render_plain(&report.relative_to(root)));
+            out.push('\n');
+        }
+        out
     }
 }

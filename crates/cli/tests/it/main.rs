@@ -11,6 +11,7 @@ mod mcp_codex;
 mod mcp_filesystem;
 mod mcp_filesystem_edit;
 mod mcp_jobs;
+mod mcp_lsp;
 mod mcp_mutating;
 mod mcp_sandbox;
 mod mcp_stdio;

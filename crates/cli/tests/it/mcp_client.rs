@@ -62,6 +62,12 @@ impl McpClient {
     }
 }
 
+impl From<mcp::McpClient> for McpClient {
+    fn from(client: mcp::McpClient) -> McpClient {
+        McpClient(client)
+    }
+}
+
 impl Deref for McpClient {
     type Target = mcp::McpClient;
 

@@ -1,0 +1,530 @@
+//! Language servers over MCP (`--lsp`): the scripted server in
+//! `crates/lsp/testdata` for the deterministic cases, and real servers
+//! (pyright, typescript-language-server) when `AGENT_TOOLS_LSP_BIN` names
+//! the folder holding them (CI installs them there).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::mcp_client::McpClient;
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../lsp/testdata/fake_lsp.py");
+
+/// A workspace and, beside it (not in it), the server config and the file
+/// the fake servers write their pids to.
+struct Setup {
+    dir: tempfile::TempDir,
+    side: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            dir: tempfile::tempdir().unwrap(),
+            side: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn pids_file(&self) -> PathBuf {
+        self.side.path().join("pids")
+    }
+
+    /// `--lsp --lsp-config FILE` for the fake server in `mode` on `.fk`.
+    fn fake_args(&self, mode: &str, extra: &[&str]) -> Vec<String> {
+        let config = self.side.path().join("lsp.json");
+        let entry = json!({"fake": {
+            "command": FAKE,
+            "extensionToLanguage": {".fk": "fake"},
+            "env": {"FAKE_LSP_MODE": mode, "FAKE_LSP_PIDS": self.pids_file()},
+            "maxRestarts": 1,
+        }});
+        std::fs::write(&config, entry.to_string()).unwrap();
+        let mut args = vec![
+            "--root".to_owned(),
+            self.dir.path().to_str().unwrap().to_owned(),
+            "--lsp".to_owned(),
+            "--lsp-config".to_owned(),
+            config.to_str().unwrap().to_owned(),
+        ];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args
+    }
+
+    fn start_fake(&self, mode: &str) -> McpClient {
+        McpClient::start_with(&self.fake_args(mode, &[]), json!({}), None).guarded()
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.pids_file())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    }
+}
+
+fn write(client: &mut McpClient, path: &str, content: &str) -> String {
+    let (is_error, text) = client.call("write_file", json!({"path": path, "content": content}));
+    assert!(!is_error, "{text}");
+    text
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+fn assert_all_gone(pids: &[i32], limit: Duration) {
+    let started = Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(
+            started.elapsed() < limit,
+            "language servers still running: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn tool_names(client: &mut McpClient) -> Vec<String> {
+    let listed = client.request("tools/list", json!({}));
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn lsp_is_off_by_default_and_changes_nothing() {
+    let setup = Setup::new();
+    let mut client = McpClient::start_guarded(setup.dir.path(), &[]);
+    assert!(!tool_names(&mut client).contains(&"lsp".to_owned()));
+    assert_eq!(
+        write(&mut client, "a.py", "x: int = 'no'\n"),
+        "created a.py (14 bytes)"
+    );
+    let (is_error, text) = client.call("lsp", json!({"operation": "hover", "path": "a.py"}));
+    assert!(is_error, "{text}");
+    client.shutdown();
+}
+
+#[test]
+fn lsp_an_edit_reports_the_errors_it_introduced_and_a_fix_clears_them() {
+    let setup = Setup::new();
+    let mut client = setup.start_fake("normal");
+    assert!(tool_names(&mut client).contains(&"lsp".to_owned()));
+    let text = write(&mut client, "a.fk", "fine\n");
+    assert!(
+        text.ends_with("\n\n") || text.contains("no errors in a.fk"),
+        "{text}"
+    );
+    assert!(text.contains("diagnostics (fake, "), "{text}");
+    let text = write(&mut client, "a.fk", "fine\nsome ERROR\n");
+    assert!(
+        text.contains("\na.fk:2:6: error: found error: some ERROR [E1]"),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "edit_file",
+        json!({"path": "a.fk", "old_string": "some ERROR", "new_string": "all good"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.contains("no errors in a.fk"), "{text}");
+    assert!(!text.contains("found error"), "{text}");
+    // Files no server handles get nothing added.
+    assert_eq!(
+        write(&mut client, "notes.txt", "ERROR"),
+        "created notes.txt (5 bytes)"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_a_patch_reports_each_file_it_wrote() {
+    let setup = Setup::new();
+    let mut client = setup.start_fake("normal");
+    let patch = "*** Begin Patch\n*** Add File: one.fk\n+ERROR one\n*** Add File: two.fk\n+fine\n*** End Patch\n";
+    let (is_error, text) = client.call("apply_patch", json!({"patch": patch}));
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("one.fk:1:1: error: found error: ERROR one [E1]"),
+        "{text}"
+    );
+    assert!(text.contains("no errors in two.fk"), "{text}");
+    client.shutdown();
+}
+
+#[test]
+fn lsp_navigation_and_outside_changes() {
+    let setup = Setup::new();
+    std::fs::write(setup.dir.path().join("b.fk"), "def helper\nhelper()\n").unwrap();
+    let mut client = setup.start_fake("normal");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "references", "path": "b.fk", "line": 2, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "2 references in 1 file\nb.fk:1:5: def helper\nb.fk:2:1: helper()"
+    );
+    let (_, text) = client.call(
+        "lsp",
+        json!({"operation": "definition", "path": "b.fk", "line": 2, "symbol": "nothere"}),
+    );
+    assert!(text.contains("`nothere` does not occur there"), "{text}");
+    // A change by a command reaches the server before the next question.
+    let (is_error, text) = client.call("bash", json!({"command": "echo 'bad ERROR' > b.fk"}));
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call("lsp", json!({"operation": "diagnostics", "path": "b.fk"}));
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("b.fk:1:5: error: found error: bad ERROR [E1]"),
+        "{text}"
+    );
+    std::fs::write(setup.dir.path().join("x.txt"), "hello\n").unwrap();
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "hover", "path": "x.txt", "line": 1, "symbol": "hello"}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "[no language server for .txt files; use grep meanwhile]"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_a_server_that_keeps_crashing_is_given_up_with_the_reason() {
+    let setup = Setup::new();
+    let mut client = setup.start_fake("crash");
+    let text = write(&mut client, "a.fk", "x\n");
+    assert!(
+        text.contains("fake crashed (exited with code 3: fake: boom)"),
+        "{text}"
+    );
+    let text = write(&mut client, "a.fk", "y\n");
+    assert!(
+        text.contains("fake is disabled: it stopped 2 times"),
+        "{text}"
+    );
+    assert!(text.contains("fake: boom"), "{text}");
+    let started = Instant::now();
+    let text = write(&mut client, "a.fk", "z\n");
+    assert!(text.contains("fake is disabled"), "{text}");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert_eq!(setup.pids().len(), 2);
+    client.shutdown();
+}
+
+#[test]
+fn lsp_a_server_that_never_answers_costs_an_edit_the_wait() {
+    let setup = Setup::new();
+    let args = setup.fake_args("noinit", &["--lsp-wait-ms", "500"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let started = Instant::now();
+    let text = write(&mut client, "a.fk", "x\n");
+    let took = started.elapsed();
+    assert!(text.contains("fake is still starting"), "{text}");
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    let pids = setup.pids();
+    client.shutdown();
+    assert_all_gone(&pids, Duration::from_secs(5));
+}
+
+#[test]
+fn lsp_servers_end_with_the_server_on_end_of_input_and_on_sigkill() {
+    for how in ["EOF", "KILL"] {
+        let setup = Setup::new();
+        let mut client = setup.start_fake("normal");
+        write(&mut client, "a.fk", "x\n");
+        let pids = setup.pids();
+        assert_eq!(pids.len(), 1, "{how}");
+        assert!(alive(pids[0]));
+        match how {
+            "EOF" => drop(client.take_stdin()),
+            signal => client.signal(signal),
+        }
+        client.wait_exit(Duration::from_secs(10));
+        assert_all_gone(&pids, Duration::from_secs(5));
+    }
+}
+
+// ---- real servers -------------------------------------------------------
+
+/// The folder holding `pyright-langserver` and `typescript-language-server`
+/// (an npm `node_modules/.bin`), or `None` with a loud note.
+fn real_servers(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("AGENT_TOOLS_LSP_BIN") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            eprintln!(
+                "SKIPPED {test}: AGENT_TOOLS_LSP_BIN is unset (the folder holding pyright-langserver \
+                 and typescript-language-server; .ci/run installs them and sets it)"
+            );
+            None
+        }
+    }
+}
+
+fn start_real(bin: &Path, root: &Path) -> McpClient {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"));
+    command
+        .arg("mcp")
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "--lsp",
+            "--lsp-wait-ms",
+            "5000",
+        ])
+        .env("PATH", path)
+        .stderr(std::process::Stdio::inherit());
+    let mut client = agent_tools_test_support::mcp::McpClient::spawn(command).unwrap();
+    client.try_initialize(json!({}), "test-client").unwrap();
+    McpClient::from(client).guarded()
+}
+
+/// Writes until the answer carries diagnostics rather than a starting note
+/// (a cold server loads its libraries first), at most a minute.
+fn write_until_checked(client: &mut McpClient, path: &str, content: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let text = write(client, path, content);
+        if !text.contains("still starting") && !text.contains("sent no diagnostics") {
+            return text;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{text}");
+    }
+}
+
+fn child_pids_named(parent_tree_of: u32, needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) && descends(pid, parent_tree_of) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn descends(mut pid: i32, ancestor: u32) -> bool {
+    for _ in 0..64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        if ppid as u32 == ancestor {
+            return true;
+        }
+        if ppid <= 1 {
+            return false;
+        }
+        pid = ppid;
+    }
+    false
+}
+
+#[test]
+fn lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates() {
+    let Some(bin) =
+        real_servers("lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("util.py"),
+        "def helper(x: int) -> int:\n    return x + 1\n",
+    )
+    .unwrap();
+    let mut client = start_real(&bin, dir.path());
+    let clean = "from util import helper\n\nhelper(1)\nhelper(2)\n";
+    let text = write_until_checked(&mut client, "main.py", clean);
+    assert!(text.contains("no errors in main.py"), "{text}");
+    let text = write(
+        &mut client,
+        "main.py",
+        "from util import helper\n\nhelper(\"one\")\nhelper(2)\n",
+    );
+    assert!(text.contains("diagnostics (pyright, "), "{text}");
+    assert!(
+        text.contains("main.py:3:8: error: Argument of type \"Literal['one']\"")
+            && text.contains("[reportArgumentType]"),
+        "{text}"
+    );
+    let text = write(&mut client, "main.py", clean);
+    assert!(text.contains("no errors in main.py"), "{text}");
+    assert!(!text.contains("reportArgumentType"), "{text}");
+
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "definition", "path": "main.py", "line": 3, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("util.py:1:5: def helper(x: int) -> int:"),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "references", "path": "util.py", "line": 1, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.starts_with("4 references in 2 files"), "{text}");
+    let (_, text) = client.call(
+        "lsp",
+        json!({"operation": "hover", "path": "main.py", "line": 3, "symbol": "helper"}),
+    );
+    assert!(text.contains("(x: int) -> int"), "{text}");
+    let (_, text) = client.call(
+        "lsp",
+        json!({"operation": "document_symbols", "path": "util.py"}),
+    );
+    assert!(text.starts_with("helper (Function)"), "{text}");
+    let (_, text) = client.call(
+        "lsp",
+        json!({"operation": "workspace_symbols", "path": "util.py", "query": "helper"}),
+    );
+    assert!(text.contains("helper (Function) util.py:1"), "{text}");
+
+    let pid = client.pid();
+    let servers = child_pids_named(pid, "pyright");
+    assert!(!servers.is_empty(), "pyright runs beneath the server");
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+    assert_all_gone(&servers, Duration::from_secs(5));
+}
+
+#[test]
+fn lsp_typescript_reports_a_type_error_in_the_edit_answer() {
+    let Some(bin) = real_servers("lsp_typescript_reports_a_type_error_in_the_edit_answer") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("util.ts"),
+        "export function helper(x: number): number {\n  return x + 1;\n}\n",
+    )
+    .unwrap();
+    let mut client = start_real(&bin, dir.path());
+    // The first edit after start: the error, or a note that the server is
+    // still starting, never a hang or a failed write.
+    let broken = "import { helper } from \"./util\";\n\nhelper(\"one\");\n";
+    let first = write(&mut client, "main.ts", broken);
+    assert!(
+        first.contains("still starting") || first.contains("main.ts:3:8: error"),
+        "{first}"
+    );
+    let text = write_until_checked(&mut client, "main.ts", broken);
+    assert!(
+        text.contains("main.ts:3:8: error: Argument of type 'string' is not assignable to parameter of type 'number'. [2345]"),
+        "{text}"
+    );
+    let text = write(
+        &mut client,
+        "main.ts",
+        "import { helper } from \"./util\";\n\nhelper(1);\n",
+    );
+    assert!(text.contains("no errors in main.ts"), "{text}");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "definition", "path": "main.ts", "line": 3, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("util.ts:1:17: export function helper"),
+        "{text}"
+    );
+    let servers = child_pids_named(client.pid(), "typescript-language-server");
+    assert!(!servers.is_empty());
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+    assert_all_gone(&servers, Duration::from_secs(5));
+}
+
+#[test]
+fn lsp_claude_code_surface_offers_its_lsp_tool_only_with_lsp() {
+    let setup = Setup::new();
+    let mut plain = McpClient::start_guarded(setup.dir.path(), &["--surface", "claude-code"]);
+    assert!(!tool_names(&mut plain).contains(&"LSP".to_owned()));
+    plain.shutdown();
+
+    std::fs::write(setup.dir.path().join("b.fk"), "def helper\nhelper()\n").unwrap();
+    let args = setup.fake_args("normal", &["--surface", "claude-code"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let listed = client.request("tools/list", json!({}));
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "LSP")
+        .cloned()
+        .unwrap();
+    insta::assert_json_snapshot!("claude_code_lsp_tool", tool);
+    let file = setup.dir.path().join("b.fk");
+    let file = file.to_str().unwrap();
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "findReferences", "filePath": file, "line": 2, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "Found 2 references across 1 file:\n\nb.fk:\n  Line 1:5\n  Line 2:1"
+    );
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "goToDefinition", "filePath": "b.fk", "line": 2, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "Defined in b.fk:1:5");
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": file, "line": 0, "character": 1}),
+    );
+    assert!(is_error, "{text}");
+    std::fs::write(setup.dir.path().join("n.txt"), "x").unwrap();
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": "n.txt", "line": 1, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "No LSP server available for file type: .txt");
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": "gone.fk", "line": 1, "character": 1}),
+    );
+    assert!(is_error);
+    assert_eq!(
+        text,
+        "<tool_use_error>File does not exist: gone.fk</tool_use_error>"
+    );
+    client.shutdown();
+}

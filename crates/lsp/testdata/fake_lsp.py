@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""A scripted language server for tests (no network, no dependencies).
+
+FAKE_LSP_MODE picks the behaviour:
+  normal    push diagnostics with the document version
+  noversion push diagnostics without a version
+  pull      offer pull diagnostics, never push
+  crash     exit with code 3 (after a stderr line) on the first didOpen
+  noinit    never answer initialize
+  slowinit  answer initialize after 1.5 s
+A line containing ERROR gets an error at that column (code E1), WARN a
+warning. FAKE_LSP_PIDS, when set, names a file this process appends its pid
+to.
+"""
+import json
+import os
+import sys
+import time
+
+MODE = os.environ.get("FAKE_LSP_MODE", "normal")
+if os.environ.get("FAKE_LSP_PIDS"):
+    with open(os.environ["FAKE_LSP_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\n")
+
+inp = sys.stdin.buffer
+out = sys.stdout.buffer
+docs = {}
+next_id = 1000
+
+
+def read():
+    length = None
+    while True:
+        line = inp.readline()
+        if not line:
+            sys.exit(0)
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return json.loads(inp.read(length))
+
+
+def send(msg):
+    body = json.dumps(msg).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+
+
+def diagnostics(text):
+    items = []
+    for n, line in enumerate(text.split("\n")):
+        for word, severity in (("ERROR", 1), ("WARN", 2)):
+            col = line.find(word)
+            if col >= 0:
+                items.append({
+                    "range": {"start": {"line": n, "character": col},
+                              "end": {"line": n, "character": col + len(word)}},
+                    "severity": severity, "code": "E1" if severity == 1 else "W1",
+                    "source": "fake", "message": f"found {word.lower()}: {line.strip()}"})
+    return items
+
+
+def publish(uri, version):
+    if MODE == "pull":
+        return
+    params = {"uri": uri, "diagnostics": diagnostics(docs[uri])}
+    if MODE != "noversion":
+        params["version"] = version
+    send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
+
+
+def loc(uri, line, col):
+    return {"uri": uri, "range": {"start": {"line": line, "character": col},
+                                  "end": {"line": line, "character": col + 1}}}
+
+
+while True:
+    msg = read()
+    method = msg.get("method")
+    params = msg.get("params") or {}
+    if method == "initialize":
+        if MODE == "noinit":
+            continue
+        if MODE == "slowinit":
+            time.sleep(1.5)
+        # Servers ask for configuration and progress tokens at once.
+        send({"jsonrpc": "2.0", "id": next_id, "method": "workspace/configuration",
+              "params": {"items": [{"section": "fake"}]}})
+        caps = {"textDocumentSync": 1, "definitionProvider": True, "referencesProvider": True,
+                "hoverProvider": True, "documentSymbolProvider": True,
+                "workspaceSymbolProvider": True}
+        if MODE == "pull":
+            caps["diagnosticProvider"] = {"interFileDependencies": False,
+                                          "workspaceDiagnostics": False}
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": caps}})
+    elif method == "shutdown":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+    elif method == "exit":
+        sys.exit(0)
+    elif method == "textDocument/didOpen":
+        if MODE == "crash":
+            sys.stderr.write("fake: boom\n")
+            sys.stderr.flush()
+            sys.exit(3)
+        doc = params["textDocument"]
+        docs[doc["uri"]] = doc["text"]
+        publish(doc["uri"], doc["version"])
+    elif method == "textDocument/didChange":
+        doc = params["textDocument"]
+        docs[doc["uri"]] = params["contentChanges"][-1]["text"]
+        publish(doc["uri"], doc["version"])
+    elif method == "textDocument/diagnostic":
+        uri = params["textDocument"]["uri"]
+        send({"jsonrpc": "2.0", "id": msg["id"],
+              "result": {"kind": "full", "items": diagnostics(docs.get(uri, ""))}})
+    elif method == "textDocument/definition":
+        uri = params["textDocument"]["uri"]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": loc(uri, 0, 4)})
+    elif method == "textDocument/references":
+        uri = params["textDocument"]["uri"]
+        p = params["position"]
+        send({"jsonrpc": "2.0", "id": msg["id"],
+              "result": [loc(uri, 0, 4), loc(uri, p["line"], p["character"])]})
+    elif method == "textDocument/hover":
+        send({"jsonrpc": "2.0", "id": msg["id"],
+              "result": {"contents": {"kind": "markdown", "value": "fake hover"}}})
+    elif method == "textDocument/documentSymbol":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": [
+            {"name": "helper", "kind": 12, "range": loc("", 0, 0)["range"],
+             "selectionRange": loc("", 0, 4)["range"], "children": []}]})
+    elif method == "workspace/symbol":
+        uri = next(iter(docs), "file:///nowhere")
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": [
+            {"name": params.get("query", ""), "kind": 12, "location": loc(uri, 0, 4)}]})
+    elif "id" in msg and method is not None:
+        send({"jsonrpc": "2.0", "id": msg["id"],
+              "error": {"code": -32601, "message": "unknown"}})
