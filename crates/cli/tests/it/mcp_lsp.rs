@@ -2,6 +2,7 @@
 //! `crates/lsp/testdata` for the deterministic cases, and real servers
 //! (pyright, typescript-language-server) when `AGENT_TOOLS_LSP_BIN` names
 //! the folder holding them (CI installs them there).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
