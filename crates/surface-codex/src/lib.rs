@@ -127,9 +127,20 @@ impl Surface for CodexSurface {
     }
 }
 
-fn apply_patch(services: &Services, args: ApplyPatchArgs, _: &CallContext) -> ToolResult<String> {
-    let (_, report) = agent_tools_surface_default::apply_patch_text(services, &args.input)?;
-    Ok(patch_summary(&report))
+fn apply_patch(
+    services: &Services,
+    args: ApplyPatchArgs,
+    call: &CallContext,
+) -> ToolResult<String> {
+    let (patch, report) = agent_tools_surface_default::apply_patch_text(services, &args.input)?;
+    // With --lsp, the written files' diagnostics follow, as on the default
+    // surface.
+    let written: Vec<&str> = patch
+        .files
+        .iter()
+        .filter_map(|file| file.new_path.as_deref())
+        .collect();
+    Ok(services.with_diagnostics(patch_summary(&report), &written, call.cancel.flag()))
 }
 
 /// codex's summary (added, then modified, then deleted; a move listed as

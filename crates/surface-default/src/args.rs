@@ -85,7 +85,7 @@ pub(crate) struct LspArgs {
     /// workspace_symbols: the name or part of it.
     #[serde(default)]
     pub(crate) query: Option<String>,
-    /// The most results listed (default 100, at most 1000).
+    /// The most results listed: 1 to 1000 (default 100).
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,

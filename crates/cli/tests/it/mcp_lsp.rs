@@ -2,6 +2,7 @@
 //! `crates/lsp/testdata` for the deterministic cases, and real servers
 //! (pyright, typescript-language-server) when `AGENT_TOOLS_LSP_BIN` names
 //! the folder holding them (CI installs them there).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -525,6 +526,25 @@ fn lsp_claude_code_surface_offers_its_lsp_tool_only_with_lsp() {
     assert_eq!(
         text,
         "<tool_use_error>File does not exist: gone.fk</tool_use_error>"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_codex_patches_carry_the_diagnostics_too() {
+    let setup = Setup::new();
+    let args = setup.fake_args("normal", &["--surface", "codex"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let patch = "*** Begin Patch\n*** Add File: one.fk\n+x ERROR\n*** End Patch\n";
+    let (is_error, text) = client.call("apply_patch", json!({"input": patch}));
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("Success. Updated the following files:\nA one.fk\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\none.fk:1:3: error: found error: x ERROR [E1]"),
+        "{text}"
     );
     client.shutdown();
 }
