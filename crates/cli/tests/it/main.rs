@@ -9,6 +9,7 @@ mod mcp_client;
 mod mcp_codex;
 mod mcp_filesystem;
 mod mcp_filesystem_edit;
+mod mcp_http;
 mod mcp_mutating;
 mod mcp_sandbox;
 mod mcp_stdio;
