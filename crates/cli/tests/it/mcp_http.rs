@@ -435,3 +435,43 @@ fn http_sigterm_ends_the_server_and_its_commands() {
     assert!(status.success(), "{status}");
     assert_gone_within(&format!("sleep {marker}"), Duration::from_secs(5));
 }
+
+/// The variable naming a Python with the MCP SDK (`.ci/run` sets it).
+const SDK_PYTHON: &str = "AGENT_TOOLS_MCP_PYTHON";
+
+#[test]
+fn http_python_sdk_lists_and_calls_every_surface_in_both_eras() {
+    let Ok(python) = std::env::var(SDK_PYTHON) else {
+        eprintln!(
+            "SKIPPED http_python_sdk_lists_and_calls_every_surface_in_both_eras: \
+             {SDK_PYTHON} is unset (no Python with the MCP SDK named)"
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_client.py");
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    let a = root.join("a.txt").display().to_string();
+    let cases = [
+        ("agent-tools", "read_file", json!({"path": "a.txt"})),
+        ("filesystem", "read_file", json!({"path": a})),
+        ("claude-code", "Read", json!({"file_path": a})),
+        ("codex", "shell", json!({"command": ["cat", "a.txt"]})),
+    ];
+    for (surface, tool, args) in cases {
+        let server = start(&root, &["--surface", surface]);
+        let output = Command::new(&python)
+            .arg(&script)
+            .args([&server.url, "tok-a", tool, &args.to_string(), "hello"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{surface}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("initialize 2025-11-25 ok"), "{stdout}");
+        assert!(stdout.contains("discover 2026-07-28 ok"), "{stdout}");
+    }
+}
