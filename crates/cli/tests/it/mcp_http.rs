@@ -475,3 +475,61 @@ fn http_python_sdk_lists_and_calls_every_surface_in_both_eras() {
         assert!(stdout.contains("discover 2026-07-28 ok"), "{stdout}");
     }
 }
+
+#[test]
+fn stdio_2026_07_28_client_without_initialize_lists_calls_and_keeps_read_state() {
+    use std::io::BufRead;
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("a.txt").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .args(["mcp", "--surface", "claude-code", "--root"])
+        .arg(&root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut ask = |id: u64, method: &str, mut params: Value| {
+        params["_meta"] = meta();
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{line}").unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"].clone()
+    };
+    let discovered = ask(1, "server/discover", json!({}));
+    assert!(
+        discovered["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(NEW)),
+        "{discovered}"
+    );
+    let listed = ask(2, "tools/list", json!({}));
+    assert!(listed["tools"].as_array().unwrap().len() > 3, "{listed}");
+    let read = ask(
+        3,
+        "tools/call",
+        json!({"name": "Read", "arguments": {"file_path": file}}),
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    // The connection is the state's home: no session was ever opened.
+    let edit = ask(
+        4,
+        "tools/call",
+        json!({"name": "Edit", "arguments":
+            {"file_path": file, "old_string": "hello", "new_string": "bye"}}),
+    );
+    assert_eq!(edit["isError"], false, "{edit}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "bye\n"
+    );
+    drop(stdin);
+    child.wait().unwrap();
+}
