@@ -1,5 +1,6 @@
 //! `agent-tools mcp --listen`: Streamable HTTP on loopback, through a
 //! plain HTTP client, both protocol eras.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -91,9 +92,9 @@ fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Option<Strin
     let text = response.body_mut().read_to_string().unwrap();
     let json = text
         .lines()
+        .rev()
         .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .last()
+        .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
         .or_else(|| serde_json::from_str(&text).ok())
         .unwrap_or(Value::String(text));
     (status, session, json)
