@@ -293,3 +293,74 @@ pub async fn serve_http<T: ToolSet>(
         Err(_) => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principals() -> Vec<Principal> {
+        vec![
+            Principal {
+                label: "alice".into(),
+                token: "tok-a".into(),
+            },
+            Principal {
+                label: "bob".into(),
+                token: "tok-b".into(),
+            },
+        ]
+    }
+
+    fn with_auth(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_token_names_its_principal_and_nothing_else_passes() {
+        let known = principals();
+        assert_eq!(
+            authenticate(&known, &with_auth("Bearer tok-b")).as_deref(),
+            Some("bob")
+        );
+        assert_eq!(authenticate(&known, &with_auth("Bearer tok-c")), None);
+        assert_eq!(authenticate(&known, &with_auth("Bearer tok-")), None);
+        assert_eq!(authenticate(&known, &with_auth("Basic tok-a")), None);
+        assert_eq!(authenticate(&known, &with_auth("tok-a")), None);
+        assert_eq!(authenticate(&known, &HeaderMap::new()), None);
+    }
+
+    fn options(listen: &str, access: Access) -> HttpOptions {
+        HttpOptions {
+            listen: listen.parse().unwrap(),
+            access,
+            allowed_hosts: vec![],
+            allowed_origins: vec![],
+            session_idle: DEFAULT_SESSION_IDLE,
+            max_concurrent_requests: 1,
+        }
+    }
+
+    async fn refusal(options: HttpOptions) -> String {
+        let tools =
+            agent_tools_surface_default::open(agent_tools::Config::builder(".").build().unwrap())
+                .unwrap();
+        serve_http(tools, ServerLimits::default(), options, |_| {}, async {})
+            .await
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn unsafe_setups_are_refused_before_listening() {
+        let err = refusal(options("0.0.0.0:0", Access::NoAuthLoopback)).await;
+        assert!(err.contains("only on a loopback address"), "{err}");
+        let err = refusal(options("127.0.0.1:0", Access::Tokens(vec![]))).await;
+        assert!(err.contains("no token configured"), "{err}");
+        let mut empty = principals();
+        empty[1].token.clear();
+        let err = refusal(options("127.0.0.1:0", Access::Tokens(empty))).await;
+        assert!(err.contains("\"bob\" is empty"), "{err}");
+    }
+}

@@ -375,6 +375,33 @@ fn http_listen_refuses_unsafe_setups() {
         "AGENT_TOOLS_TEST_UNSET_VAR",
     ]);
     assert!(err.contains("is not set"), "{err}");
+    let tokens = dir.path().join("tokens");
+    let with_file = |text: &str| {
+        std::fs::write(&tokens, text).unwrap();
+        run(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            root,
+            "--token-file",
+            tokens.to_str().unwrap(),
+        ])
+    };
+    let err = with_file("a:x\na:y\n");
+    assert!(err.contains("principal \"a\" is given twice"), "{err}");
+    let err = with_file("a:\n");
+    assert!(err.contains("principal \"a\" is empty"), "{err}");
+    let err = with_file("# nothing\n");
+    assert!(err.contains("--listen needs a token"), "{err}");
+    let err = run(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        root,
+        "--token-file",
+        "/nonexistent/tokens",
+    ]);
+    assert!(err.contains("cannot read the token file"), "{err}");
 }
 
 /// Starts `sleep <marker>` through a 2026-07-28 call on a raw connection
@@ -533,4 +560,23 @@ fn stdio_2026_07_28_client_without_initialize_lists_calls_and_keeps_read_state()
     );
     drop(stdin);
     child.wait().unwrap();
+}
+
+#[test]
+fn http_requests_past_the_bound_are_answered_503() {
+    let dir = workspace();
+    let server = start(dir.path(), &["--max-concurrent-requests", "1"]);
+    let marker = unique("http-busy");
+    let stream = start_sleep(&server, &marker);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": meta()}});
+    let headers = [
+        ("authorization", "Bearer tok-a"),
+        ("mcp-protocol-version", NEW),
+        ("mcp-method", "tools/list"),
+    ];
+    assert_eq!(post(&server.url, &headers, &list).0, 503);
+    drop(stream);
+    assert_gone_within(&format!("sleep {marker}"), Duration::from_secs(5));
+    assert_eq!(post(&server.url, &headers, &list).0, 200);
 }
