@@ -25,13 +25,22 @@ pub fn surfaces() -> Vec<SurfaceChoice> {
     ]
 }
 
+/// Another name of the default surface.
+pub const DEFAULT_ALIAS: &str = "default";
+
 /// The surface called `name`; when there is none, an error naming the
 /// known ones.
 pub fn surface(name: &str) -> Result<SurfaceChoice, UnknownSurface> {
     let known = surfaces();
+    // `default` is the name users guess for the default surface.
+    let wanted = if name == DEFAULT_ALIAS {
+        agent_tools_surface_default::DEFAULT_SURFACE
+    } else {
+        name
+    };
     known
         .iter()
-        .find(|choice| choice.name() == name)
+        .find(|choice| choice.name() == wanted)
         .copied()
         .ok_or_else(|| UnknownSurface {
             name: name.to_string(),

@@ -10,6 +10,7 @@ use agent_tools::{
 };
 use agent_tools_cli::surfaces;
 use agent_tools_mcp::ServerLimits;
+use agent_tools_mcp::http::{Access, HttpOptions, Principal};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
@@ -26,8 +27,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the tools over MCP on stdin/stdout (logs go to stderr).
-    Mcp(WorkspaceArgs),
+    /// Serve the tools over MCP on stdin/stdout, or over Streamable HTTP
+    /// with --listen (logs go to stderr).
+    Mcp {
+        #[command(flatten)]
+        workspace: WorkspaceArgs,
+        #[command(flatten)]
+        http: HttpArgs,
+    },
     /// Run one tool call and print its text; exit 1 when it is an error.
     Call {
         #[command(flatten)]
@@ -190,6 +197,96 @@ enum LspDiagnostics {
     Errors,
     /// Errors and warnings.
     Warnings,
+}
+
+#[derive(Args)]
+struct HttpArgs {
+    /// Serve Streamable HTTP at http://ADDR:PORT/mcp instead of stdio
+    /// (`/healthz` answers `ok`). Needs --root and a token.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<std::net::SocketAddr>,
+    /// A file of bearer tokens: one a line, `LABEL:TOKEN` (the label names
+    /// the principal) or a bare token (principal `default`).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    token_file: Option<PathBuf>,
+    /// An environment variable holding tokens in the --token-file format
+    /// (lines, or `;` between entries).
+    #[arg(long, value_name = "VAR", requires = "listen")]
+    token_env: Option<String>,
+    /// Serve without any token: only on a loopback address, where every
+    /// local user (and any page a browser opens, were Origin not checked)
+    /// could run commands as you.
+    #[arg(long, requires = "listen", conflicts_with_all = ["token_file", "token_env"])]
+    insecure_no_auth_loopback: bool,
+    /// A browser origin allowed to call (`scheme://host:port`); any other
+    /// `Origin` is refused with 403. May be given more than once.
+    #[arg(long, value_name = "ORIGIN", requires = "listen")]
+    allowed_origin: Vec<String>,
+    /// A `Host` allowed besides the loopback names (`host` or
+    /// `host:port`), for serving under a real name. More than once.
+    #[arg(long, value_name = "HOST", requires = "listen")]
+    allowed_host: Vec<String>,
+    /// Seconds an MCP session may be idle before it ends (with its
+    /// background commands).
+    #[arg(long, value_name = "SECS", default_value_t = agent_tools_mcp::http::DEFAULT_SESSION_IDLE.as_secs())]
+    session_idle_secs: u64,
+    /// HTTP requests handled at once; more are answered 503.
+    #[arg(long, value_name = "N", default_value_t = agent_tools_mcp::http::DEFAULT_MAX_CONCURRENT_REQUESTS)]
+    max_concurrent_requests: usize,
+}
+
+impl HttpArgs {
+    /// Who may call, from the token file or variable (never argv).
+    fn access(&self) -> anyhow::Result<Access> {
+        if self.insecure_no_auth_loopback {
+            return Ok(Access::NoAuthLoopback);
+        }
+        let mut principals = Vec::new();
+        if let Some(file) = &self.token_file {
+            let text = std::fs::read_to_string(file).map_err(|err| {
+                anyhow::anyhow!("cannot read the token file {}: {err}", file.display())
+            })?;
+            principals.extend(parse_tokens(&text)?);
+        }
+        if let Some(var) = &self.token_env {
+            let text = std::env::var(var)
+                .map_err(|_| anyhow::anyhow!("the token variable {var} is not set"))?;
+            principals.extend(parse_tokens(&text.replace(';', "\n"))?);
+        }
+        if principals.is_empty() {
+            anyhow::bail!(
+                "--listen needs a token (--token-file or --token-env), or \
+                 --insecure-no-auth-loopback on a loopback address"
+            );
+        }
+        Ok(Access::Tokens(principals))
+    }
+}
+
+/// Reads `LABEL:TOKEN` or bare-token lines; blank lines and `#` comments
+/// are skipped. Labels must be distinct.
+fn parse_tokens(text: &str) -> anyhow::Result<Vec<Principal>> {
+    let mut principals: Vec<Principal> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (label, token) = match line.split_once(':') {
+            Some((label, token)) => (label.trim(), token.trim()),
+            None => ("default", line),
+        };
+        if token.is_empty() {
+            anyhow::bail!("the token of principal {label:?} is empty");
+        }
+        if principals.iter().any(|p| p.label == label) {
+            anyhow::bail!("principal {label:?} is given twice");
+        }
+        principals.push(Principal {
+            label: label.to_owned(),
+            token: token.to_owned(),
+        });
+    }
+    Ok(principals)
 }
 
 /// The default of `--index-memory-mb`.
@@ -443,7 +540,26 @@ fn call_and_print(tools: &AgentTools, name: &str, args: Value) -> anyhow::Result
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Mcp(workspace) => {
+        Command::Mcp { workspace, http } => {
+            let listen = match http.listen {
+                Some(listen) => {
+                    // Client roots name the client's folders, not ours.
+                    if workspace.root.is_empty() && workspace.read_only_root.is_empty() {
+                        anyhow::bail!(
+                            "--listen needs --root: over HTTP the folders are the server's"
+                        );
+                    }
+                    Some(HttpOptions {
+                        listen,
+                        access: http.access()?,
+                        allowed_hosts: http.allowed_host.clone(),
+                        allowed_origins: http.allowed_origin.clone(),
+                        session_idle: std::time::Duration::from_secs(http.session_idle_secs),
+                        max_concurrent_requests: http.max_concurrent_requests,
+                    })
+                }
+                None => None,
+            };
             let tools = workspace.open(true)?;
             let sandbox_tmp = tools
                 .config()
@@ -461,7 +577,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .build()?;
             let served = runtime.block_on(async {
                 let stop = termination_signal()?;
-                agent_tools_mcp::serve_stdio_with(tools, limits, stop).await
+                match listen {
+                    Some(options) => {
+                        agent_tools_mcp::http::serve_http(
+                            tools,
+                            limits,
+                            options,
+                            // The address on stderr: with port 0 it is how
+                            // a caller learns the port.
+                            |addr| eprintln!("agent-tools: listening on http://{addr}/mcp"),
+                            stop,
+                        )
+                        .await
+                    }
+                    None => agent_tools_mcp::serve_stdio_with(tools, limits, stop).await,
+                }
             });
             // Nothing is waited for: every call was cancelled and the
             // answers that could be written were. Calls still running (a

@@ -43,6 +43,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 mod framing;
+pub mod http;
 mod roots;
 pub mod shape;
 mod stdio;
@@ -164,6 +165,9 @@ pub struct McpServer<T: ToolSet> {
     flow: Arc<Flow>,
     session: Session,
     roots: Arc<roots::Refresher>,
+    /// Over HTTP: the sessions of requests outside an MCP session, one per
+    /// principal. `None` on stdio, where the connection is the session.
+    principals: Option<Arc<http::PrincipalSessions>>,
 }
 
 impl<T: ToolSet> Clone for McpServer<T> {
@@ -174,6 +178,7 @@ impl<T: ToolSet> Clone for McpServer<T> {
             flow: self.flow.clone(),
             session: self.session.clone(),
             roots: self.roots.clone(),
+            principals: self.principals.clone(),
         }
     }
 }
@@ -209,7 +214,26 @@ impl<T: ToolSet> McpServer<T> {
             flow: Flow::new(limits),
             session,
             roots: Arc::default(),
+            principals: None,
         }
+    }
+
+    /// A server sharing everything with this one but the session of the
+    /// surface: a new connection's.
+    fn with_fresh_session(&self) -> Self {
+        McpServer {
+            session: self.tools.new_session(),
+            ..self.clone()
+        }
+    }
+
+    /// The session a request uses: its principal's when it came over HTTP
+    /// outside an MCP session, the connection's otherwise.
+    fn session_for(&self, context: &RequestContext<RoleServer>) -> Session {
+        self.principals
+            .as_ref()
+            .and_then(|principals| principals.for_request(&*self.tools, context))
+            .unwrap_or_else(|| self.session.clone())
     }
 
     /// Cancels every call, running or waiting, and makes new ones return at
@@ -312,7 +336,7 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         });
         let call = CallContext {
             cancel: CancelToken::new(),
-            session: self.session.clone(),
+            session: self.session_for(&context),
         };
         let tools = self.tools.clone();
         let name = request.name.into_owned();

@@ -12,6 +12,7 @@ mod mcp_filesystem;
 mod mcp_filesystem_edit;
 mod mcp_jobs;
 mod mcp_lsp;
+mod mcp_http;
 mod mcp_mutating;
 mod mcp_sandbox;
 mod mcp_stdio;

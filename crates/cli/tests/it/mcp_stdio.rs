@@ -187,7 +187,7 @@ fn startup_fails_clearly_for_a_missing_or_file_root() {
 }
 
 /// Pids of live processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<i32> {
+pub(crate) fn processes_with(marker: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = entry
@@ -212,7 +212,7 @@ fn processes_with(marker: &str) -> Vec<i32> {
 }
 
 /// Waits (bounded) until no live process carries `marker`.
-fn assert_gone_within(marker: &str, limit: Duration) {
+pub(crate) fn assert_gone_within(marker: &str, limit: Duration) {
     let start = Instant::now();
     loop {
         let left = processes_with(marker);
@@ -227,7 +227,7 @@ fn assert_gone_within(marker: &str, limit: Duration) {
     }
 }
 
-fn wait_until_running(marker: &str) {
+pub(crate) fn wait_until_running(marker: &str) {
     let start = Instant::now();
     while processes_with(marker).is_empty() {
         assert!(
@@ -238,7 +238,7 @@ fn wait_until_running(marker: &str) {
     }
 }
 
-fn unique(tag: &str) -> String {
+pub(crate) fn unique(tag: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     // A fractional sleep length no other test or process uses.
     format!(
