@@ -64,7 +64,9 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
     let idle: Value = serde_json::from_str(&idle)?;
     let id = idle["job_id"].as_str().unwrap_or("job_0").to_owned();
     let poll = || -> Result<()> {
-        let text = client.borrow_mut().call("job_read", &json!({"job_id": id}))?;
+        let text = client
+            .borrow_mut()
+            .call("job_read", &json!({"job_id": id}))?;
         if !text.contains("\"status\":\"running\"") {
             bail!("the idle job is not running: {text}");
         }

@@ -102,8 +102,9 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_ROWS: u16 = 40;
 /// Terminal width of a job that asks for none.
 pub const DEFAULT_COLS: u16 = 120;
-/// Scrollback rows the screen of a terminal job keeps.
-const SCROLLBACK_ROWS: usize = 1000;
+/// Scrollback rows the screen of a terminal job keeps: none, since only
+/// the visible screen is ever shown (the log has the rest).
+const SCROLLBACK_ROWS: usize = 0;
 /// How often a wait looks at the cancel flag, at the least.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// How much of the newest output a pattern is looked for in, per look.
@@ -536,12 +537,24 @@ impl Drop for JobTable {
         let jobs: Vec<Arc<Job>> = std::mem::take(&mut self.lock().jobs)
             .into_values()
             .collect();
-        // Everything at once first, so the graces overlap.
-        for job in &jobs {
+        // Every job gets its TERM at once, so the graces run side by side:
+        // the drop takes at most one grace, however many jobs ignore it.
+        let running: Vec<&Arc<Job>> = jobs.iter().filter(|job| job.mark_killed()).collect();
+        for job in &running {
             job.send(Signal::SIGTERM);
         }
-        for job in &jobs {
-            job.kill(Signal::SIGTERM);
+        let deadline = Instant::now() + KILL_GRACE;
+        for job in &running {
+            job.wait_exit(deadline.saturating_duration_since(Instant::now()));
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for job in &running {
+            if job.status().is_running() {
+                job.send(Signal::SIGKILL);
+            }
+        }
+        for job in &running {
+            job.wait_exit(deadline.saturating_duration_since(Instant::now()));
         }
     }
 }
@@ -1040,20 +1053,26 @@ impl Job {
             self.send(signal);
             return self.wait_exit(Duration::from_millis(100));
         }
-        {
-            let mut state = self.state();
-            if state.exited_at.is_some() {
-                drop(state);
-                self.send(Signal::SIGKILL);
-                return self.status();
-            }
-            state.killed = true;
+        if !self.mark_killed() {
+            self.send(Signal::SIGKILL);
+            return self.status();
         }
         self.send(signal);
         if signal == Signal::SIGTERM && self.wait_exit(KILL_GRACE).is_running() {
             self.send(Signal::SIGKILL);
         }
         self.wait_exit(Duration::from_secs(1))
+    }
+
+    /// Records that a kill through the table is ending the job; false when
+    /// it had exited already.
+    fn mark_killed(&self) -> bool {
+        let mut state = self.state();
+        if state.exited_at.is_some() {
+            return false;
+        }
+        state.killed = true;
+        true
     }
 
     fn wait_exit(&self, max: Duration) -> JobStatus {
@@ -1500,6 +1519,40 @@ mod tests {
             ))
             .unwrap_err();
         assert!(matches!(err, JobError::Start(_)), "{err:?}");
+    }
+
+    #[test]
+    fn dropping_the_table_takes_one_grace_for_all_stubborn_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let mut pids = Vec::new();
+        for _ in 0..3 {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "trap '' TERM; echo ready; sleep 30"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let wait =
+                Wait::for_output(Duration::from_secs(10), Some(Regex::new("ready").unwrap()));
+            assert_eq!(read_all(&job, &wait).matched, Some(true));
+            pids.push(job.pid());
+        }
+        let started = Instant::now();
+        drop(table);
+        let took = started.elapsed();
+        assert!(took >= KILL_GRACE, "{took:?}: TERM was not ignored");
+        assert!(
+            took < KILL_GRACE * 2,
+            "{took:?}: the graces did not overlap"
+        );
+        for pid in pids {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while crate::runner::group_alive(Pid::from_raw(pid)) {
+                assert!(Instant::now() < deadline, "job {pid} survived the drop");
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 
     #[test]
