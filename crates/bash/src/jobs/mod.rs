@@ -1526,6 +1526,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let table = JobTable::default();
         let mut pids = Vec::new();
+        let ready = Regex::new("ready").unwrap();
         for _ in 0..3 {
             let job = table
                 .start(JobSpec::new(
@@ -1533,8 +1534,7 @@ mod tests {
                     JobMode::Pipes,
                 ))
                 .unwrap();
-            let wait =
-                Wait::for_output(Duration::from_secs(10), Some(Regex::new("ready").unwrap()));
+            let wait = Wait::for_output(Duration::from_secs(10), Some(ready.clone()));
             assert_eq!(read_all(&job, &wait).matched, Some(true));
             pids.push(job.pid());
         }
