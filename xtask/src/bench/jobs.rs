@@ -111,9 +111,7 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
     let after = rss_kib(pid)?;
     let cap_mib = agent_tools_bash::jobs::DEFAULT_MAX_LOG_BYTES >> 20;
     table.row(
-        format!(
-            "server RSS with 32 `yes` jobs (goal: under 32 × {cap_mib} MiB of logs + 32 MiB)"
-        ),
+        format!("server RSS with 32 `yes` jobs (goal: under 32 × {cap_mib} MiB of logs + 32 MiB)"),
         format!("{} MiB (was {} MiB)", after / 1024, before / 1024),
         format!("{} MiB", 32 * cap_mib + 32),
         "—",

@@ -84,6 +84,9 @@ pub const MAX_TERMINAL_JOBS_PER_SERVER: usize = 64;
 pub const DEFAULT_MAX_EXITED_JOBS: usize = 64;
 /// The newest bytes of output kept per job (default): 8 MiB.
 pub const DEFAULT_MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
+/// The output bytes one table keeps across its jobs (default): 256 MiB.
+/// Past it, starting a job forgets the oldest exited jobs first.
+pub const DEFAULT_MAX_TABLE_LOG_BYTES: usize = 256 * 1024 * 1024;
 /// The most bytes one write may send to a job (default): 64 KiB.
 pub const DEFAULT_MAX_WRITE_BYTES: usize = 64 * 1024;
 /// The longest any wait lasts, whatever was asked: under the 60 s after
@@ -126,6 +129,9 @@ pub struct JobLimits {
     pub max_exited: usize,
     /// Newest output bytes kept per job.
     pub max_log_bytes: usize,
+    /// Output bytes kept across the table's jobs; exited ones are
+    /// forgotten, oldest first, to stay under it.
+    pub max_table_log_bytes: usize,
     /// Bytes per write.
     pub max_write_bytes: usize,
 }
@@ -137,6 +143,7 @@ impl Default for JobLimits {
             max_terminals: DEFAULT_MAX_TERMINAL_JOBS,
             max_exited: DEFAULT_MAX_EXITED_JOBS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_table_log_bytes: DEFAULT_MAX_TABLE_LOG_BYTES,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
         }
     }
@@ -483,8 +490,19 @@ impl JobTable {
             .map(|(id, _)| *id)
             .collect();
         let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
-        for id in exited.into_iter().take(excess) {
+        let mut exited = exited.into_iter();
+        for id in exited.by_ref().take(excess) {
             inner.jobs.remove(&id);
+        }
+        // And room for its log among everything kept.
+        let mut kept: usize = inner.jobs.values().map(|job| job.retained_bytes()).sum();
+        for id in exited {
+            if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
+                break;
+            }
+            if let Some(job) = inner.jobs.remove(&id) {
+                kept = kept.saturating_sub(job.retained_bytes());
+            }
         }
         inner.next_id += 1;
         let id = inner.next_id;
@@ -839,6 +857,12 @@ impl Job {
     /// printed).
     pub fn quiet_for(&self) -> Duration {
         self.state().last_output.unwrap_or(self.started).elapsed()
+    }
+
+    /// The bytes of output the job's log holds.
+    pub fn retained_bytes(&self) -> usize {
+        let state = self.state();
+        usize::try_from(state.log.end() - state.log.start()).unwrap_or(usize::MAX)
     }
 
     /// The offset just past the last byte printed so far.
@@ -1553,6 +1577,33 @@ mod tests {
                 thread::sleep(Duration::from_millis(20));
             }
         }
+    }
+
+    #[test]
+    fn exited_logs_are_forgotten_to_keep_the_table_under_its_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_log_bytes: 1000,
+            max_table_log_bytes: 2500,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "head -c 1000 /dev/zero"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let _ = read_all(&job, &until_exit());
+            assert_eq!(job.retained_bytes(), 1000);
+            ids.push(job.id());
+        }
+        // Three logs of 1000 kept would pass 2500 with the next one's room.
+        assert!(table.get(ids[0]).is_err(), "the oldest log was kept");
+        assert!(table.get(ids[1]).is_ok());
+        assert!(table.get(ids[2]).is_ok());
     }
 
     #[test]
