@@ -256,7 +256,7 @@ fn a_repl_session_is_driven_interrupted_and_ended() {
     assert!(text.contains("session ID 1000"), "{text}");
     let (_, text) = client.call(
         "write_stdin",
-        json!({"session_id": 1000, "chars": "\u{3}", "yield_time_ms": 1500}),
+        json!({"session_id": 1000, "chars": "\u{3}", "yield_time_ms": 4000}),
     );
     assert!(text.contains("KeyboardInterrupt"), "{text}");
     assert!(

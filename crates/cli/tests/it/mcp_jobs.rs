@@ -71,7 +71,7 @@ fn a_python_repl_is_driven_to_an_answer_interrupted_and_ended() {
     let answer = call(
         &mut client,
         "job_write",
-        json!({"job_id": id, "input": "6 * 7\n", "wait_for": "^42", "wait_ms": 10000}),
+        json!({"job_id": id, "input": "6 * 7\n", "wait_for": "42\n>>> $", "wait_ms": 10000}),
     );
     assert_eq!(answer["matched"], true, "{answer}");
     assert_eq!(answer["output"], "6 * 7\n42\n>>> ");
