@@ -489,11 +489,11 @@ mod tests {
         );
         step(
             "exec_command",
-            serde_json::json!({"cmd": "python3 -q -i", "tty": true, "yield_time_ms": 2000}),
+            serde_json::json!({"cmd": "python3 -q -i", "tty": true, "yield_time_ms": 5000, "login": false}),
         );
         step(
             "write_stdin",
-            serde_json::json!({"session_id": 1001, "chars": "print(6 * 7)\n", "yield_time_ms": 1000}),
+            serde_json::json!({"session_id": 1001, "chars": "print(6 * 7)\n", "yield_time_ms": 3000}),
         );
         step(
             "write_stdin",
@@ -505,7 +505,7 @@ mod tests {
         );
         step(
             "exec_command",
-            serde_json::json!({"cmd": "echo started; sleep 20", "yield_time_ms": 300}),
+            serde_json::json!({"cmd": "echo started; sleep 20", "yield_time_ms": 2000, "login": false}),
         );
         step(
             "write_stdin",

@@ -111,9 +111,9 @@ pub(crate) struct InteractArgs {
     /// Milliseconds to wait for the answer (default 8000, at most 30000).
     #[serde(default)]
     timeout_ms: Option<u64>,
-    /// Accepted; the wait always ends on settled output.
+    /// Wait for a prompt after the answer (default true); false: for the
+    /// output to settle.
     #[serde(default)]
-    #[allow(dead_code)] // accepted for DesktopCommander's callers
     wait_for_prompt: Option<bool>,
 }
 
@@ -187,6 +187,11 @@ fn prompt_of(text: &str) -> Option<String> {
         .iter()
         .find(|prompt| last.ends_with(*prompt))
         .map(|prompt| (*prompt).to_owned())
+}
+
+/// A prompt at the very end of the output (see [`prompt_of`]).
+fn prompt_pattern() -> Option<regex::Regex> {
+    regex::Regex::new(r"(>>>|\.\.\.|=#|=>|[$#%>]) ?\z").ok()
 }
 
 /// The line that says where the process stands.
@@ -345,12 +350,18 @@ pub(crate) fn interact_with_process(
     input.push('\n');
     job.write(input.as_bytes(), &[]).map_err(ToolError::from)?;
     let max = wait_ms(args.timeout_ms, INTERACT_WAIT_MS);
-    let read = job.read(
-        ReadFrom::Cursor,
-        LINE_WINDOW,
-        &Wait::for_output(max, None),
-        call.cancel.flag(),
-    );
+    // The echo of the input comes at once and the answer later: a quiet
+    // moment between them must not end the wait when a prompt is awaited.
+    let wait = if args.wait_for_prompt.unwrap_or(true) {
+        Wait {
+            max,
+            pattern: prompt_pattern(),
+            settle: false,
+        }
+    } else {
+        Wait::for_output(max, None)
+    };
+    let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag());
     let timed_out = read.status.is_running() && read.waited + Duration::from_millis(5) >= max;
     let mut lines = lines_of(&read.text);
     // The terminal echoes what was typed; the prompt after the answer is
@@ -431,5 +442,9 @@ mod tests {
         assert_eq!(lines_of("a\nb\n"), ["a", "b"]);
         assert_eq!(lines_of("a\nb"), ["a", "b"]);
         assert!(lines_of("").is_empty());
+        let prompt = prompt_pattern().unwrap();
+        assert!(prompt.is_match("42\n>>> "));
+        assert!(prompt.is_match("user@host:~$ "));
+        assert!(!prompt.is_match("print(6 * 7)\n"));
     }
 }

@@ -64,7 +64,9 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
     let idle: Value = serde_json::from_str(&idle)?;
     let id = idle["job_id"].as_str().unwrap_or("job_0").to_owned();
     let poll = || -> Result<()> {
-        let text = client.borrow_mut().call("job_read", &json!({"job_id": id}))?;
+        let text = client
+            .borrow_mut()
+            .call("job_read", &json!({"job_id": id}))?;
         if !text.contains("\"status\":\"running\"") {
             bail!("the idle job is not running: {text}");
         }
@@ -91,5 +93,44 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
     let _ = client
         .borrow_mut()
         .call("job_kill", &json!({"job_id": id, "signal": "KILL"}));
+
+    // 32 floods at once: the server's memory stays within the logs' caps.
+    let pid = client.borrow().pid();
+    let before = rss_kib(pid)?;
+    for _ in 0..32 {
+        client
+            .borrow_mut()
+            .call("job_start", &json!({"command": "yes", "wait_ms": 0}))?;
+    }
+    std::thread::sleep(std::time::Duration::from_secs(ctx.pick(10, 3)));
+    let answering = std::time::Instant::now();
+    client
+        .borrow_mut()
+        .call("read_file", &json!({"path": "small.txt"}))?;
+    let answered = answering.elapsed();
+    let after = rss_kib(pid)?;
+    let cap_mib = agent_tools_bash::jobs::DEFAULT_MAX_LOG_BYTES >> 20;
+    table.row(
+        format!("server RSS with 32 `yes` jobs (goal: under 32 × {cap_mib} MiB of logs + 32 MiB)"),
+        format!("{} MiB (was {} MiB)", after / 1024, before / 1024),
+        format!("{} MiB", 32 * cap_mib + 32),
+        "—",
+    );
+    table.row(
+        "read_file during the 32 floods",
+        format!("{:.1} ms", answered.as_secs_f64() * 1e3),
+        "—",
+        "—",
+    );
     Ok(table)
+}
+
+/// A process's resident memory in KiB, from `/proc/PID/status`.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmRSS for {pid}"))
 }

@@ -80,6 +80,11 @@ impl Client {
             .context("no text content")
     }
 
+    /// The server's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.0.pid()
+    }
+
     pub(super) fn shutdown(self) -> Result<()> {
         self.0.try_shutdown()?;
         Ok(())

@@ -58,12 +58,20 @@ impl OutputLog {
                 self.runs.pop_front();
             }
         }
-        self.bytes.extend(data);
-        if self.bytes.len() > self.cap {
-            let excess = self.bytes.len() - self.cap;
-            self.bytes.drain(..excess);
-            self.base += excess as u64;
+        // Drop before adding, and grow the buffer no further than the cap:
+        // a deque that doubles past it would hold up to twice the cap.
+        let full = data.len();
+        let data = &data[full.saturating_sub(self.cap)..];
+        let skipped = full - data.len();
+        let excess = (self.bytes.len() + data.len()).saturating_sub(self.cap);
+        self.bytes.drain(..excess);
+        self.base += (excess + skipped) as u64;
+        let needed = self.bytes.len() + data.len();
+        if needed > self.bytes.capacity() {
+            let target = (self.bytes.capacity() * 2).max(needed).min(self.cap);
+            self.bytes.reserve_exact(target - self.bytes.len());
         }
+        self.bytes.extend(data);
     }
 
     /// The bytes of `[from, to)`, clamped to what is kept.
@@ -114,5 +122,10 @@ mod tests {
         }
         assert_eq!(log.runs.len(), MAX_RUNS);
         assert_eq!(log.bytes.len(), 10);
+        assert!(log.bytes.capacity() < 20, "{}", log.bytes.capacity());
+        let end = log.end();
+        log.push(OutputStream::Stdout, b"0123456789abcdef");
+        assert_eq!(log.end(), end + 16);
+        assert_eq!(log.slice(0, u64::MAX), b"6789abcdef");
     }
 }

@@ -84,6 +84,9 @@ pub const MAX_TERMINAL_JOBS_PER_SERVER: usize = 64;
 pub const DEFAULT_MAX_EXITED_JOBS: usize = 64;
 /// The newest bytes of output kept per job (default): 8 MiB.
 pub const DEFAULT_MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
+/// The output bytes one table keeps across its jobs (default): 256 MiB.
+/// Past it, starting a job forgets the oldest exited jobs first.
+pub const DEFAULT_MAX_TABLE_LOG_BYTES: usize = 256 * 1024 * 1024;
 /// The most bytes one write may send to a job (default): 64 KiB.
 pub const DEFAULT_MAX_WRITE_BYTES: usize = 64 * 1024;
 /// The longest any wait lasts, whatever was asked: under the 60 s after
@@ -102,8 +105,9 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_ROWS: u16 = 40;
 /// Terminal width of a job that asks for none.
 pub const DEFAULT_COLS: u16 = 120;
-/// Scrollback rows the screen of a terminal job keeps.
-const SCROLLBACK_ROWS: usize = 1000;
+/// Scrollback rows the screen of a terminal job keeps: none, since only
+/// the visible screen is ever shown (the log has the rest).
+const SCROLLBACK_ROWS: usize = 0;
 /// How often a wait looks at the cancel flag, at the least.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// How much of the newest output a pattern is looked for in, per look.
@@ -125,6 +129,9 @@ pub struct JobLimits {
     pub max_exited: usize,
     /// Newest output bytes kept per job.
     pub max_log_bytes: usize,
+    /// Output bytes kept across the table's jobs; exited ones are
+    /// forgotten, oldest first, to stay under it.
+    pub max_table_log_bytes: usize,
     /// Bytes per write.
     pub max_write_bytes: usize,
 }
@@ -136,6 +143,7 @@ impl Default for JobLimits {
             max_terminals: DEFAULT_MAX_TERMINAL_JOBS,
             max_exited: DEFAULT_MAX_EXITED_JOBS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_table_log_bytes: DEFAULT_MAX_TABLE_LOG_BYTES,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
         }
     }
@@ -482,8 +490,19 @@ impl JobTable {
             .map(|(id, _)| *id)
             .collect();
         let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
-        for id in exited.into_iter().take(excess) {
+        let mut exited = exited.into_iter();
+        for id in exited.by_ref().take(excess) {
             inner.jobs.remove(&id);
+        }
+        // And room for its log among everything kept.
+        let mut kept: usize = inner.jobs.values().map(|job| job.retained_bytes()).sum();
+        for id in exited {
+            if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
+                break;
+            }
+            if let Some(job) = inner.jobs.remove(&id) {
+                kept = kept.saturating_sub(job.retained_bytes());
+            }
         }
         inner.next_id += 1;
         let id = inner.next_id;
@@ -536,12 +555,24 @@ impl Drop for JobTable {
         let jobs: Vec<Arc<Job>> = std::mem::take(&mut self.lock().jobs)
             .into_values()
             .collect();
-        // Everything at once first, so the graces overlap.
-        for job in &jobs {
+        // Every job gets its TERM at once, so the graces run side by side:
+        // the drop takes at most one grace, however many jobs ignore it.
+        let running: Vec<&Arc<Job>> = jobs.iter().filter(|job| job.mark_killed()).collect();
+        for job in &running {
             job.send(Signal::SIGTERM);
         }
-        for job in &jobs {
-            job.kill(Signal::SIGTERM);
+        let deadline = Instant::now() + KILL_GRACE;
+        for job in &running {
+            job.wait_exit(deadline.saturating_duration_since(Instant::now()));
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for job in &running {
+            if job.status().is_running() {
+                job.send(Signal::SIGKILL);
+            }
+        }
+        for job in &running {
+            job.wait_exit(deadline.saturating_duration_since(Instant::now()));
         }
     }
 }
@@ -828,6 +859,12 @@ impl Job {
         self.state().last_output.unwrap_or(self.started).elapsed()
     }
 
+    /// The bytes of output the job's log holds.
+    pub fn retained_bytes(&self) -> usize {
+        let state = self.state();
+        usize::try_from(state.log.end() - state.log.start()).unwrap_or(usize::MAX)
+    }
+
     /// The offset just past the last byte printed so far.
     pub fn output_end(&self) -> u64 {
         self.state().log.end()
@@ -1040,20 +1077,26 @@ impl Job {
             self.send(signal);
             return self.wait_exit(Duration::from_millis(100));
         }
-        {
-            let mut state = self.state();
-            if state.exited_at.is_some() {
-                drop(state);
-                self.send(Signal::SIGKILL);
-                return self.status();
-            }
-            state.killed = true;
+        if !self.mark_killed() {
+            self.send(Signal::SIGKILL);
+            return self.status();
         }
         self.send(signal);
         if signal == Signal::SIGTERM && self.wait_exit(KILL_GRACE).is_running() {
             self.send(Signal::SIGKILL);
         }
         self.wait_exit(Duration::from_secs(1))
+    }
+
+    /// Records that a kill through the table is ending the job; false when
+    /// it had exited already.
+    fn mark_killed(&self) -> bool {
+        let mut state = self.state();
+        if state.exited_at.is_some() {
+            return false;
+        }
+        state.killed = true;
+        true
     }
 
     fn wait_exit(&self, max: Duration) -> JobStatus {
@@ -1500,6 +1543,67 @@ mod tests {
             ))
             .unwrap_err();
         assert!(matches!(err, JobError::Start(_)), "{err:?}");
+    }
+
+    #[test]
+    fn dropping_the_table_takes_one_grace_for_all_stubborn_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let mut pids = Vec::new();
+        let ready = Regex::new("ready").unwrap();
+        for _ in 0..3 {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "trap '' TERM; echo ready; sleep 30"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let wait = Wait::for_output(Duration::from_secs(10), Some(ready.clone()));
+            assert_eq!(read_all(&job, &wait).matched, Some(true));
+            pids.push(job.pid());
+        }
+        let started = Instant::now();
+        drop(table);
+        let took = started.elapsed();
+        assert!(took >= KILL_GRACE, "{took:?}: TERM was not ignored");
+        assert!(
+            took < KILL_GRACE * 2,
+            "{took:?}: the graces did not overlap"
+        );
+        for pid in pids {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while crate::runner::group_alive(Pid::from_raw(pid)) {
+                assert!(Instant::now() < deadline, "job {pid} survived the drop");
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    #[test]
+    fn exited_logs_are_forgotten_to_keep_the_table_under_its_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_log_bytes: 1000,
+            max_table_log_bytes: 2500,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "head -c 1000 /dev/zero"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let _ = read_all(&job, &until_exit());
+            assert_eq!(job.retained_bytes(), 1000);
+            ids.push(job.id());
+        }
+        // Three logs of 1000 kept would pass 2500 with the next one's room.
+        assert!(table.get(ids[0]).is_err(), "the oldest log was kept");
+        assert!(table.get(ids[1]).is_ok());
+        assert!(table.get(ids[2]).is_ok());
     }
 
     #[test]

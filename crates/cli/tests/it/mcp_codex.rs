@@ -256,7 +256,7 @@ fn a_repl_session_is_driven_interrupted_and_ended() {
     assert!(text.contains("session ID 1000"), "{text}");
     let (_, text) = client.call(
         "write_stdin",
-        json!({"session_id": 1000, "chars": "\u{3}", "yield_time_ms": 1500}),
+        json!({"session_id": 1000, "chars": "\u{3}", "yield_time_ms": 4000}),
     );
     assert!(text.contains("KeyboardInterrupt"), "{text}");
     assert!(
@@ -274,11 +274,21 @@ fn a_repl_session_is_driven_interrupted_and_ended() {
         json!({"cmd": format!("echo $$ > {}/pid; exec sleep 300", root.display()), "yield_time_ms": 500}),
     );
     assert!(!is_error, "{text}");
-    let pid: i32 = std::fs::read_to_string(root.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The shell may take its time to start on a busy machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(root.join("pid"))
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     client.shutdown();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() {

@@ -71,7 +71,7 @@ fn a_python_repl_is_driven_to_an_answer_interrupted_and_ended() {
     let answer = call(
         &mut client,
         "job_write",
-        json!({"job_id": id, "input": "6 * 7\n", "wait_for": "^42", "wait_ms": 10000}),
+        json!({"job_id": id, "input": "6 * 7\n", "wait_for": "42\n>>> $", "wait_ms": 10000}),
     );
     assert_eq!(answer["matched"], true, "{answer}");
     assert_eq!(answer["output"], "6 * 7\n42\n>>> ");
@@ -355,4 +355,34 @@ fn the_terminal_job_limit_refuses_with_a_clear_error() {
         json!({"command": "true", "wait_ms": 0}),
     );
     assert_eq!(plain["job_id"], "job_17");
+}
+
+#[test]
+fn a_waiting_read_does_not_hold_other_calls() {
+    let (_outer, root) = sandbox();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    let mut client = server(&root);
+    let _ = call(
+        &mut client,
+        "job_start",
+        json!({"command": "sleep 30", "wait_ms": 0}),
+    );
+    let waiting = client.send_request(
+        "tools/call",
+        json!({"name": "job_read", "arguments": {"job_id": "job_1", "wait_ms": 3000, "wait_for": "never"}}),
+    );
+    let at = Instant::now();
+    let (is_error, text) = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(!is_error, "{text}");
+    assert!(
+        at.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        at.elapsed()
+    );
+    let response = client.wait_for(waiting);
+    let (is_error, text) = McpClient::call_result(&response);
+    assert!(!is_error, "{text}");
+    let read: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(read["matched"], false);
+    assert!(read["waited_ms"].as_u64().unwrap() >= 2900, "{read}");
 }

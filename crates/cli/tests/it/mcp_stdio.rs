@@ -78,7 +78,17 @@ fn read_only_server_lists_only_read_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["read_file", "list_dir", "glob", "grep"]);
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "job_read",
+            "job_list"
+        ]
+    );
 }
 
 #[test]
