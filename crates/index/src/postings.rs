@@ -192,6 +192,13 @@ impl Segment {
             + self.arena.capacity()
     }
 
+    /// Bytes of the lists themselves (the heap bytes less the key tables,
+    /// which shrink as segments merge and keys are shared): about what
+    /// these postings take once merged into a large segment.
+    pub(crate) fn list_bytes(&self) -> usize {
+        self.arena.len()
+    }
+
     /// How many postings the segment holds.
     pub(crate) fn postings(&self) -> u64 {
         self.counts.iter().map(|&c| u64::from(c)).sum()

@@ -396,9 +396,11 @@ impl State {
     /// files' positions in `paths`. Each reader turns a chunk into a small
     /// segment at once and merges its segments in tiers (eight of a size
     /// into one), so what is held is always compressed and each posting is
-    /// re-encoded a few times at most. The segments held count against the
-    /// memory budget: once they exceed it (after merging everything a
-    /// reader holds), further files are left out as over the budget.
+    /// re-encoded a few times at most. The list bytes of the segments held
+    /// (about what they take once merged) count against the memory budget:
+    /// once they exceed it, further files are left out as over the budget
+    /// ([`fit_budget`](Self::fit_budget) then makes the merged lists fit
+    /// exactly).
     fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
@@ -406,7 +408,6 @@ impl State {
         let finished: Mutex<Vec<Segment>> = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
         let held = AtomicU64::new(0);
-        let full = AtomicBool::new(false);
         let budget = self.limits.memory_budget;
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -420,12 +421,6 @@ impl State {
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
                         let Some(chunk) = chunks.get(at) else { break };
-                        if held.load(Ordering::Relaxed) > budget && !full.load(Ordering::Relaxed) {
-                            tiers.collapse(&held);
-                            if held.load(Ordering::Relaxed) > budget {
-                                full.store(true, Ordering::Relaxed);
-                            }
-                        }
                         let first_id = at * BUILD_CHUNK;
                         let mut pairs = Vec::new();
                         let reads: Vec<Read1> = chunk
@@ -488,8 +483,9 @@ impl State {
 
     /// Leaves the largest indexed files out (always candidates) until the
     /// posting lists fit the memory budget. The build's readers stop
-    /// adding files once what they hold exceeds the budget, which is a
-    /// little more than the merged lists take; this makes it exact.
+    /// adding files once the list bytes they hold exceed the budget, which
+    /// is close to what the merged lists take, without their key tables;
+    /// this makes it exact.
     fn fit_budget(&mut self) {
         // Each round leaves out at least one file; a few rounds suffice
         // unless the lists are tiny (most of their bytes in keys).
@@ -1531,10 +1527,10 @@ struct Tiers {
 const TIER_FAN: usize = 8;
 
 impl Tiers {
-    /// Adds a segment (ids above those held), keeping `held` (the heap
+    /// Adds a segment (ids above those held), keeping `held` (the list
     /// bytes of all segments held) current.
     fn push(&mut self, segment: Segment, held: &AtomicU64) {
-        held.fetch_add(segment.heap_bytes() as u64, Ordering::Relaxed);
+        held.fetch_add(segment.list_bytes() as u64, Ordering::Relaxed);
         self.segments.push((0, segment));
         loop {
             let n = self.segments.len();
@@ -1564,12 +1560,12 @@ impl Tiers {
     fn merge_last(&mut self, count: usize, tier: u32, held: &AtomicU64) {
         let at = self.segments.len() - count;
         let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
-        let before: u64 = parts.iter().map(|s| s.heap_bytes() as u64).sum();
+        let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
         let refs: Vec<&Segment> = parts.iter().collect();
         let merged = Segment::merge(&refs, Some);
         drop(refs);
         drop(parts);
-        held.fetch_add(merged.heap_bytes() as u64, Ordering::Relaxed);
+        held.fetch_add(merged.list_bytes() as u64, Ordering::Relaxed);
         held.fetch_sub(before, Ordering::Relaxed);
         self.segments.push((tier, merged));
     }
@@ -1849,6 +1845,70 @@ mod tests {
         assert_eq!(state.candidates(&query("common"), "").len(), 10);
         assert!(state.candidates(&query("word3"), "").is_empty());
         assert!(state.files.len() < 300, "dead files were dropped on merge");
+        Ok(())
+    }
+
+    #[test]
+    fn tiers_merge_segments_and_keep_count_of_what_they_hold() {
+        let mut tiers = Tiers::default();
+        let held = AtomicU64::new(0);
+        // 70 chunks of 10 ids: trigram 1 in every id, 2 in every seventh.
+        for chunk in 0..70u64 {
+            let pairs: Vec<u64> = (chunk * 10..chunk * 10 + 10)
+                .flat_map(|id| {
+                    let mut p = vec![(1u64 << 32) | id];
+                    if id % 7 == 0 {
+                        p.push((2u64 << 32) | id);
+                    }
+                    p
+                })
+                .collect();
+            tiers.push(Segment::from_pairs(pairs), &held);
+            // Never more than seven segments of a tier wait.
+            assert!(
+                tiers.segments.len() < 2 * TIER_FAN,
+                "{}",
+                tiers.segments.len()
+            );
+        }
+        assert!(tiers.segments.iter().any(|(tier, _)| *tier >= 1));
+        let listed: u64 = tiers
+            .segments
+            .iter()
+            .map(|(_, s)| s.list_bytes() as u64)
+            .sum();
+        assert_eq!(held.load(Ordering::Relaxed), listed);
+        tiers.collapse(&held);
+        assert_eq!(tiers.segments.len(), 1);
+        let (_, one) = &tiers.segments[0];
+        assert_eq!(held.load(Ordering::Relaxed), one.list_bytes() as u64);
+        let mut out = Vec::new();
+        one.decode_into(1, &mut out);
+        assert_eq!(out, (0..700).collect::<Vec<u32>>());
+        out.clear();
+        one.decode_into(2, &mut out);
+        assert_eq!(out, (0..700).filter(|id| id % 7 == 0).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn a_build_of_many_chunks_on_two_readers_indexes_every_file() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        // Enough files for tiers of merges on each reader.
+        let files = BUILD_CHUNK * 20 + 7;
+        for n in 0..files {
+            std::fs::write(
+                dir.path().join(format!("f{n:05}")),
+                format!("word{n:05} common\n"),
+            )?;
+        }
+        let state = built(dir.path(), any_limits());
+        assert_eq!(state.candidates(&query("common"), "").len(), files);
+        for n in [0, 1, BUILD_CHUNK, files / 2, files - 1] {
+            let found = state.candidates(&query(&format!("word{n:05}")), "");
+            assert!(found.contains(&format!("f{n:05}")), "{n}");
+            // Only the files sharing every trigram (one in a hundred at most).
+            assert!(found.len() <= 100, "{n}: {}", found.len());
+        }
         Ok(())
     }
 }
