@@ -397,10 +397,11 @@ impl State {
     /// segment at once and merges its segments in tiers (eight of a size
     /// into one), so what is held is always compressed and each posting is
     /// re-encoded a few times at most. The list bytes of the segments held
-    /// (about what they take once merged) count against the memory budget:
-    /// once they exceed it, further files are left out as over the budget
-    /// ([`fit_budget`](Self::fit_budget) then makes the merged lists fit
-    /// exactly).
+    /// count against the memory budget: once they exceed it, a reader
+    /// first merges all it holds (which brings them to about their final
+    /// size), and if they still exceed it, further files are left out as
+    /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
+    /// merged lists fit exactly).
     fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
@@ -418,9 +419,22 @@ impl State {
                     yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
                     let mut tiers = Tiers::default();
+                    // What was held after this reader last merged all it
+                    // holds: it does so again only once that grew by an
+                    // eighth of the budget, so a full index is not merged
+                    // over and over.
+                    let mut collapsed_at = 0u64;
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
                         let Some(chunk) = chunks.get(at) else { break };
+                        let now = held.load(Ordering::Relaxed);
+                        if now > budget && now > collapsed_at.saturating_add(budget / 8) {
+                            // Small segments' lists take more than merged
+                            // ones (a first id and a tag per list): merge
+                            // before leaving files out.
+                            tiers.collapse(&held);
+                            collapsed_at = held.load(Ordering::Relaxed);
+                        }
                         let first_id = at * BUILD_CHUNK;
                         let mut pairs = Vec::new();
                         let reads: Vec<Read1> = chunk
