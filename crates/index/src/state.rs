@@ -398,10 +398,10 @@ impl State {
     /// into one), so what is held is always compressed and each posting is
     /// re-encoded a few times at most. The list bytes of the segments held
     /// count against the memory budget: once they exceed it, a reader
-    /// first merges all it holds (which brings them to about their final
-    /// size), and if they still exceed it, further files are left out as
+    /// merges all it holds (which brings them to about their final size),
+    /// and past one and a half times it, further files are left out as
     /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
-    /// merged lists fit exactly).
+    /// merged lists fit exactly, the largest files going out first).
     fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
@@ -410,6 +410,11 @@ impl State {
         let next = AtomicUsize::new(0);
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
+        // Small segments' lists take up to about 1.4 times what merged
+        // ones do, and the other reader's are not merged yet when one
+        // looks: files are left out only past half as much again, and
+        // `fit_budget` then trims the merged lists to the budget.
+        let leave_out_past = budget.saturating_add(budget / 2);
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 2);
@@ -453,7 +458,8 @@ impl State {
                                 }
                                 let mut read = self.read_file(path, &mut collector);
                                 if let Ok(trigrams) = &mut read.outcome {
-                                    if !trigrams.is_empty() && held.load(Ordering::Relaxed) > budget
+                                    if !trigrams.is_empty()
+                                        && held.load(Ordering::Relaxed) > leave_out_past
                                     {
                                         read.outcome = Err(AlwaysReason::OverBudget);
                                         read.text_bytes = 0;
