@@ -223,7 +223,7 @@ impl FileTools {
         // would meet them.
         let mut scan_why = String::new();
         let mut from_index = None;
-        match self.indexed_tree(&base, |_| true) {
+        match self.indexed_tree(&base, None, |_| true) {
             Ok(Some((under, tree))) => {
                 let (listed, to_walk) = entries_from_tree(&under, &tree, options, &select);
                 if let Some(walked) = walk.run_within(&to_walk, || 0usize, visit)? {

@@ -56,7 +56,8 @@ impl FileTools {
         let pattern = args.pattern.strip_prefix("./").unwrap_or(&args.pattern);
         let pattern = absolute_to_relative(pattern, base.abs(), ws);
         let matcher = compile(&pattern, &args.pattern)?.compile_matcher();
-        let mut matched = self.matching_files(&base, &matcher, args.respect_gitignore, cancel)?;
+        let mut matched =
+            self.matching_files(&base, &pattern, &matcher, args.respect_gitignore, cancel)?;
         let note = skipped_note(&mut matched.skipped) + &matched.scan_note;
         Ok(GlobFound {
             files: matched.files,
@@ -64,13 +65,16 @@ impl FileTools {
         })
     }
 
-    /// The files under `base` whose path relative to it `matcher` accepts:
-    /// from the index when it can answer (its file list, or for a search
-    /// that includes ignored files its table plus a walk of only the
-    /// directories it does not enter), by walking otherwise.
+    /// The files under `base` whose path relative to it `matcher` (the
+    /// glob `pattern`) accepts: from the index when it can answer (its file
+    /// list, or for a search that includes ignored files its table plus a
+    /// walk of only the directories it does not enter; either narrowed by
+    /// the base names the glob allows when its last component has a
+    /// literal), by walking otherwise.
     fn matching_files(
         &self,
         base: &ConfinedPath,
+        pattern: &str,
         matcher: &GlobMatcher,
         respect_gitignore: bool,
         cancel: &AtomicBool,
@@ -110,11 +114,12 @@ impl FileTools {
                 })
                 .collect::<Vec<GlobFile>>()
         };
+        let names = agent_tools_index::NameFilter::from_glob(pattern);
         let mut scan_note = String::new();
         if !respect_gitignore {
             // Ignored files too: the index's table, and a walk of only the
             // directories it does not enter.
-            match self.indexed_tree(base, |rel| matcher.is_match(rel)) {
+            match self.indexed_tree(base, names.as_ref(), |rel| matcher.is_match(rel)) {
                 Ok(Some((under, tree))) => {
                     let to_walk = pruned_below(&tree.pruned, &under);
                     if let Some(mut walked) = walk.run_within(&to_walk, || (), visit)? {
@@ -134,7 +139,7 @@ impl FileTools {
                 Err(why) => scan_note = indexed::scan_note(&why),
             }
         } else {
-            match self.indexed_files(base, |rel| matcher.is_match(rel)) {
+            match self.indexed_files(base, names.as_ref(), |rel| matcher.is_match(rel)) {
                 Ok(Some((under, files))) => {
                     return Ok(Matched {
                         files: from_table(&under, files),
@@ -246,7 +251,7 @@ impl FileTools {
         cancel: &AtomicBool,
     ) -> ToolResult<(Vec<String>, Vec<String>)> {
         let matcher = compile(pattern, pattern)?.compile_matcher();
-        let matched = self.matching_files(base, &matcher, false, cancel)?;
+        let matched = self.matching_files(base, pattern, &matcher, false, cancel)?;
         let mut found: Vec<String> = matched.files.into_iter().map(|file| file.rel).collect();
         found.sort_unstable();
         let mut skipped = matched.skipped;

@@ -9,7 +9,8 @@
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_index::{
-    Candidates, IndexConfig, ListedFile, NotServed, Query, Tree, WorkspaceIndex, regex_query,
+    Candidates, IndexConfig, ListedFile, NameFilter, NotServed, Query, Tree, WorkspaceIndex,
+    regex_query,
 };
 
 use crate::{FileTools, GrepArgs};
@@ -64,17 +65,19 @@ impl FileTools {
 
     /// The files under `base` whose path relative to it `keep` accepts,
     /// from the index, with `base` relative to the root (`Ok(None)` when
-    /// there is no index).
+    /// there is no index). With a name filter only the files whose base
+    /// name it allows are looked at (a glob's candidates by name).
     pub(crate) fn indexed_files(
         &self,
         base: &ConfinedPath,
+        names: Option<&NameFilter>,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Option<(String, Vec<ListedFile>)>, NotServed> {
         let Some((index, under)) = self.index_for(base) else {
             return Ok(None);
         };
         index
-            .files_where(&under, |path| keep(below(path, &under)))
+            .files_named(&under, names, |path| keep(below(path, &under)))
             .map(|files| Some((under, files)))
     }
 
@@ -100,13 +103,14 @@ impl FileTools {
     pub(crate) fn indexed_tree(
         &self,
         base: &ConfinedPath,
+        names: Option<&NameFilter>,
         keep: impl Fn(&str) -> bool,
     ) -> Result<Option<(String, Tree)>, NotServed> {
         let Some((index, under)) = self.index_for(base) else {
             return Ok(None);
         };
         index
-            .tree(&under, |path| keep(below(path, &under)))
+            .tree_named(&under, names, |path| keep(below(path, &under)))
             .map(|tree| Some((under, tree)))
     }
 

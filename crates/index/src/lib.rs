@@ -42,11 +42,13 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod names;
 mod postings;
 mod query;
 mod state;
 mod watch;
 
+pub use names::NameFilter;
 pub use query::{Query, regex_query};
 pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
 pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};

@@ -192,14 +192,23 @@ impl Segment {
             + self.arena.capacity()
     }
 
+    /// Bytes of the lists themselves (the heap bytes less the key tables,
+    /// which shrink as segments merge and keys are shared): about what
+    /// these postings take once merged into a large segment.
+    pub(crate) fn list_bytes(&self) -> usize {
+        self.arena.len()
+    }
+
     /// How many postings the segment holds.
     pub(crate) fn postings(&self) -> u64 {
         self.counts.iter().map(|&c| u64::from(c)).sum()
     }
 
-    /// Merges segments (in increasing id order) into one, keeping only the
-    /// ids `keep` returns a new id for. The new ids must increase with the
-    /// old ones, so every list stays sorted.
+    /// Merges segments into one, keeping only the ids `keep` returns a new
+    /// id for. The new ids must increase with the old ones, so every list
+    /// stays sorted. Segments holding increasing ranges of ids (given in
+    /// that order) are concatenated list by list; lists that interleave
+    /// (segments built by different readers) are united.
     pub(crate) fn merge(parts: &[&Segment], keep: impl Fn(u32) -> Option<u32>) -> Segment {
         let mut keys: Vec<Trigram> = parts.iter().flat_map(|s| s.keys.iter().copied()).collect();
         keys.sort_unstable();
@@ -212,8 +221,13 @@ impl Segment {
             ids.clear();
             for (part, cursor) in parts.iter().zip(cursors.iter_mut()) {
                 if part.keys.get(*cursor) == Some(&trigram) {
+                    let from = ids.len();
                     part.decode_at(*cursor, &mut ids);
                     *cursor += 1;
+                    if from > 0 && ids.len() > from && ids[from] <= ids[from - 1] {
+                        let later = ids.split_off(from);
+                        ids = union(&ids, &later);
+                    }
                 }
             }
             kept.clear();
@@ -404,5 +418,76 @@ mod tests {
         let both: Vec<u32> = (0..334).map(|n| n * 6).collect();
         assert_eq!(intersect(&evens, &threes), both);
         assert_eq!(union(&[1, 3], &[2, 3, 4]), vec![1, 2, 3, 4]);
+    }
+
+    mod compressed {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Sorted, distinct ids: runs of dense and sparse stretches, so
+        /// both encodings (and the choice between them) are exercised.
+        fn ids() -> impl Strategy<Value = Vec<u32>> {
+            prop::collection::vec((1u32..2000, 1u32..4), 0..300).prop_map(|steps| {
+                let mut at = 0u32;
+                let mut out = Vec::new();
+                for (gap, dense) in steps {
+                    at += if dense == 1 { gap * 97 } else { gap % 3 + 1 };
+                    out.push(at);
+                }
+                out
+            })
+        }
+
+        fn pairs_of(lists: &[(u32, Vec<u32>)]) -> Vec<u64> {
+            lists
+                .iter()
+                .flat_map(|(t, ids)| {
+                    ids.iter()
+                        .map(move |&id| (u64::from(*t) << 32) | u64::from(id))
+                })
+                .collect()
+        }
+
+        fn read(segment: &Segment, trigram: Trigram) -> Vec<u32> {
+            let mut out = Vec::new();
+            segment.decode_into(trigram, &mut out);
+            out
+        }
+
+        proptest! {
+            #[test]
+            fn lists_read_back_exactly(lists in prop::collection::vec((0u32..64, ids()), 1..8)) {
+                let segment = Segment::from_pairs(pairs_of(&lists));
+                for trigram in 0..64 {
+                    let mut want: Vec<u32> = lists
+                        .iter()
+                        .filter(|(t, _)| *t == trigram)
+                        .flat_map(|(_, ids)| ids.iter().copied())
+                        .collect();
+                    want.sort_unstable();
+                    want.dedup();
+                    prop_assert_eq!(segment.count(trigram) as usize, want.len());
+                    prop_assert_eq!(read(&segment, trigram), want);
+                }
+            }
+
+            #[test]
+            fn interleaved_segments_merge_to_their_union(
+                a in ids(),
+                b in ids(),
+                drop_every in 2u32..7,
+            ) {
+                // Two readers' segments: ids interleave.
+                let first = Segment::from_pairs(pairs_of(&[(5, a.clone())]));
+                let second = Segment::from_pairs(pairs_of(&[(5, b.clone()), (6, b.clone())]));
+                let merged = Segment::merge(&[&first, &second], |id| (id % drop_every != 0).then_some(id));
+                let mut want = union(&a, &b);
+                want.retain(|id| id % drop_every != 0);
+                prop_assert_eq!(read(&merged, 5), want);
+                let mut only_b = b.clone();
+                only_b.retain(|id| id % drop_every != 0);
+                prop_assert_eq!(read(&merged, 6), only_b);
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ use ignore::gitignore::Gitignore;
 
 use cap_std::fs::Dir;
 
+use crate::names::{NameFilter, NameIndex};
 use crate::postings::{Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
@@ -38,8 +39,10 @@ const LOOSE_FILES: usize = 64;
 const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
-/// What one posting costs, on average, as the budget counts it (the
-/// delta-varint lists measure about 1.2 bytes a posting on source trees).
+/// What one posting of a re-read file costs, as the budget counts it,
+/// before any lists are packed to measure (afterwards their own average
+/// is used: about 0.45 bytes on generated source trees, where dense lists
+/// are bitmaps; about 1.2 where most are varints).
 const BUDGET_BYTES_PER_POSTING: u64 = 2;
 
 /// The limits of one index.
@@ -255,6 +258,8 @@ pub(crate) struct State {
     global: Option<Gitignore>,
     files: Vec<FileRecord>,
     by_path: HashMap<Arc<str>, u32>,
+    /// File ids by base name and extension, for globs.
+    names: NameIndex,
     dirs: BTreeMap<String, DirRecord>,
     /// Directories met in covered ones that are not entered nor watched:
     /// ignored directories, `.git`, and the index's own scratch directory.
@@ -286,6 +291,10 @@ struct Read1 {
     text_bytes: u64,
     /// Where the text read stopped at a NUL byte.
     nul_at: Option<usize>,
+    /// Trigrams already moved into a segment (the build's readers do that
+    /// chunk by chunk, so the lists of the whole tree are never held
+    /// uncompressed).
+    taken: u64,
 }
 
 /// A directory the walk has yet to read.
@@ -337,6 +346,7 @@ impl State {
             hidden_dir,
             files: Vec::new(),
             by_path: HashMap::new(),
+            names: NameIndex::default(),
             dirs: BTreeMap::new(),
             pruned: BTreeSet::new(),
             exclude_dirs: BTreeMap::new(),
@@ -367,40 +377,44 @@ impl State {
         let mut paths = listing.files.clone();
         paths.sort_unstable();
         state.adopt_listing_dirs(&listing);
-        let reads = state.read_all(&paths, &stop);
-        let mut pairs_segments = Vec::new();
-        for (chunk_paths, chunk) in paths.chunks(BUILD_CHUNK).zip(reads) {
-            let mut pairs = Vec::new();
-            for (path, read) in chunk_paths.iter().zip(chunk) {
-                let id = state.push_file(path, &read);
-                if let Ok(trigrams) = read.outcome {
-                    pairs.extend(
-                        trigrams
-                            .iter()
-                            .map(|&t| (u64::from(t) << 32) | u64::from(id)),
-                    );
-                }
-            }
-            pairs_segments.push(Segment::from_pairs(pairs));
+        let (reads, base) = state.read_all(&paths, &stop);
+        for (path, read) in paths.iter().zip(&reads) {
+            state.push_file(path, read);
         }
-        let parts: Vec<&Segment> = pairs_segments.iter().collect();
-        let base = Segment::merge(&parts, Some);
-        drop(parts);
+        drop(reads);
         state.segments = vec![base];
+        state.fit_budget();
         for rel in &listing.ignored_files {
             state.push_ignored(rel);
         }
+        state.names.compact();
         Ok(state)
     }
 
     /// Reads and extracts the trigrams of files, on up to two threads,
-    /// chunk by chunk, honouring the memory budget.
-    fn read_all(&self, paths: &[String], stop: &AtomicBool) -> Vec<Vec<Read1>> {
+    /// chunk by chunk, and packs them into one segment whose ids are the
+    /// files' positions in `paths`. Each reader turns a chunk into a small
+    /// segment at once and merges its segments in tiers (eight of a size
+    /// into one), so what is held is always compressed and each posting is
+    /// re-encoded a few times at most. The list bytes of the segments held
+    /// count against the memory budget: once they exceed it, a reader
+    /// merges all it holds (which brings them to about their final size),
+    /// and past one and a half times it, further files are left out as
+    /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
+    /// merged lists fit exactly, the largest files going out first).
+    fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
             Mutex::new((0..chunks.len()).map(|_| None).collect());
+        let finished: Mutex<Vec<Segment>> = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
-        let spent = AtomicU64::new(0);
+        let held = AtomicU64::new(0);
+        let budget = self.limits.memory_budget;
+        // Small segments' lists take up to about 1.4 times what merged
+        // ones do, and the other reader's are not merged yet when one
+        // looks: files are left out only past half as much again, and
+        // `fit_budget` then trims the merged lists to the budget.
+        let leave_out_past = budget.saturating_add(budget / 2);
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 2);
@@ -409,12 +423,29 @@ impl State {
                 scope.spawn(|| {
                     yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
+                    let mut tiers = Tiers::default();
+                    // What was held after this reader last merged all it
+                    // holds: it does so again only once that grew by an
+                    // eighth of the budget, so a full index is not merged
+                    // over and over.
+                    let mut collapsed_at = 0u64;
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
                         let Some(chunk) = chunks.get(at) else { break };
+                        let now = held.load(Ordering::Relaxed);
+                        if now > budget && now > collapsed_at.saturating_add(budget / 8) {
+                            // Small segments' lists take more than merged
+                            // ones (a first id and a tag per list): merge
+                            // before leaving files out.
+                            tiers.collapse(&held);
+                            collapsed_at = held.load(Ordering::Relaxed);
+                        }
+                        let first_id = at * BUILD_CHUNK;
+                        let mut pairs = Vec::new();
                         let reads: Vec<Read1> = chunk
                             .iter()
-                            .map(|path| {
+                            .enumerate()
+                            .map(|(n, path)| {
                                 if stop.load(Ordering::Relaxed) {
                                     return Read1 {
                                         stamp: None,
@@ -422,24 +453,99 @@ impl State {
                                         outcome: Err(AlwaysReason::Unreadable),
                                         text_bytes: 0,
                                         nul_at: None,
+                                        taken: 0,
                                     };
                                 }
                                 let mut read = self.read_file(path, &mut collector);
-                                charge_budget(&mut read, &spent, self.limits.memory_budget);
+                                if let Ok(trigrams) = &mut read.outcome {
+                                    if !trigrams.is_empty()
+                                        && held.load(Ordering::Relaxed) > leave_out_past
+                                    {
+                                        read.outcome = Err(AlwaysReason::OverBudget);
+                                        read.text_bytes = 0;
+                                    } else {
+                                        let id = u64::try_from(first_id + n).unwrap_or(u64::MAX);
+                                        pairs.extend(
+                                            trigrams.iter().map(|&t| (u64::from(t) << 32) | id),
+                                        );
+                                        read.taken = trigrams.len() as u64;
+                                        *trigrams = Vec::new();
+                                    }
+                                }
                                 read
                             })
                             .collect();
+                        tiers.push(Segment::from_pairs(pairs), &held);
                         results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
                     }
+                    tiers.collapse(&held);
+                    finished
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend(tiers.segments.pop().map(|(_, s)| s));
                 });
             }
         });
-        results
+        let reads = results
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect()
+            .flat_map(Option::unwrap_or_default)
+            .collect();
+        let finished = finished
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let parts: Vec<&Segment> = finished.iter().collect();
+        // The readers' ids interleave: the merge unites each key's lists.
+        let base = Segment::merge(&parts, Some);
+        (reads, base)
+    }
+
+    /// Leaves the largest indexed files out (always candidates) until the
+    /// posting lists fit the memory budget. The build's readers stop
+    /// adding files once the list bytes they hold exceed the budget, which
+    /// is close to what the merged lists take, without their key tables;
+    /// this makes it exact.
+    fn fit_budget(&mut self) {
+        // Each round leaves out at least one file; a few rounds suffice
+        // unless the lists are tiny (most of their bytes in keys).
+        for _ in 0..32 {
+            let held: u64 = self.segments.iter().map(|s| s.heap_bytes() as u64).sum();
+            let budget = self.limits.memory_budget;
+            if held <= budget {
+                return;
+            }
+            let postings: u64 = self.segments.iter().map(Segment::postings).sum();
+            let per_posting = held as f64 / postings.max(1) as f64;
+            let mut largest: Vec<usize> = (0..self.files.len())
+                .filter(|&id| self.files[id].content == Content::Indexed)
+                .collect();
+            largest.sort_unstable_by_key(|&id| std::cmp::Reverse(self.files[id].postings));
+            // A twentieth more than the excess: the per-posting cost of the
+            // lists left differs a little from the average.
+            let mut to_free = (held - budget) as f64 * 1.05;
+            let mut out = vec![false; self.files.len()];
+            if largest.is_empty() {
+                return;
+            }
+            for id in largest {
+                if to_free <= 0.0 {
+                    break;
+                }
+                let record = &mut self.files[id];
+                to_free -= record.postings as f64 * per_posting;
+                self.live_postings -= record.postings;
+                record.postings = 0;
+                record.text_bytes = 0;
+                record.content = Content::Always(AlwaysReason::OverBudget);
+                out[id] = true;
+            }
+            let parts: Vec<&Segment> = self.segments.iter().collect();
+            let merged = Segment::merge(&parts, |id| {
+                (!out.get(id as usize).copied().unwrap_or(false)).then_some(id)
+            });
+            self.segments = vec![merged];
+        }
     }
 
     /// Reads one file for the index: stat first (so a racing write is seen
@@ -451,6 +557,7 @@ impl State {
             outcome: Err(AlwaysReason::Unreadable),
             text_bytes: 0,
             nul_at: None,
+            taken: 0,
         };
         let Ok(file) = beneath::open_file(&self.root_dir, rel) else {
             return unreadable(None);
@@ -469,6 +576,7 @@ impl State {
                 outcome: Err(AlwaysReason::TooLarge),
                 text_bytes: 0,
                 nul_at: None,
+                taken: 0,
             };
         }
         // The first block decides for binary files: a NUL in it ends what
@@ -492,6 +600,7 @@ impl State {
                 outcome: Err(AlwaysReason::ByteOrderMark),
                 text_bytes: 0,
                 nul_at: None,
+                taken: 0,
             };
         }
         let first_nul = match memchr_nul(&bytes) {
@@ -508,6 +617,7 @@ impl State {
                         outcome: Err(AlwaysReason::TooLarge),
                         text_bytes: 0,
                         nul_at: None,
+                        taken: 0,
                     };
                 }
                 if memchr_nul(&bytes[checked..]).is_some() {
@@ -517,6 +627,7 @@ impl State {
                         outcome: Err(AlwaysReason::LateNul),
                         text_bytes: 0,
                         nul_at: None,
+                        taken: 0,
                     };
                 }
                 None
@@ -532,6 +643,7 @@ impl State {
             text_bytes: text.len() as u64,
             outcome: Ok(collector.collect(text)),
             nul_at: first_nul,
+            taken: 0,
         }
     }
 
@@ -541,7 +653,7 @@ impl State {
         let path: Arc<str> = Arc::from(rel);
         let (content, postings) = match &read.outcome {
             Ok(_) if read.binary_from_start => (Content::BinaryFromStart, 0),
-            Ok(trigrams) => (Content::Indexed, trigrams.len() as u64),
+            Ok(trigrams) => (Content::Indexed, trigrams.len() as u64 + read.taken),
             Err(why) => (Content::Always(*why), 0),
         };
         self.live_postings += postings;
@@ -565,6 +677,7 @@ impl State {
                 .nul_at
                 .map_or(u32::MAX, |at| u32::try_from(at).unwrap_or(u32::MAX)),
         });
+        self.names.add(id, name_of(rel));
         if read.stamp.is_some_and(|stamp| stamp.is_linked()) {
             self.linked.insert(Arc::clone(&path));
         } else {
@@ -596,6 +709,7 @@ impl State {
         }
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
         let path: Arc<str> = Arc::from(rel);
+        self.names.add(id, name_of(rel));
         self.linked.remove(&path);
         self.files.push(FileRecord {
             path: Arc::clone(&path),
@@ -1042,7 +1156,12 @@ impl State {
             return;
         }
         let spent = AtomicU64::new(self.projected_bytes());
-        charge_budget(&mut read, &spent, self.limits.memory_budget);
+        charge_budget(
+            &mut read,
+            &spent,
+            self.limits.memory_budget,
+            self.cost_per_posting(),
+        );
         let id = self.push_file(rel, &read);
         if let Ok(trigrams) = read.outcome {
             self.loose.push((id, trigrams));
@@ -1092,17 +1211,31 @@ impl State {
             .into_iter()
             .filter(|r| r.content != Content::Dead)
             .collect();
+        self.names.clear();
         for (id, record) in self.files.iter().enumerate() {
-            self.by_path.insert(
-                Arc::clone(&record.path),
-                u32::try_from(id).unwrap_or(u32::MAX),
-            );
+            let id = u32::try_from(id).unwrap_or(u32::MAX);
+            self.by_path.insert(Arc::clone(&record.path), id);
+            self.names.add(id, name_of(&record.path));
         }
+        self.names.compact();
         self.dead = 0;
     }
 
+    /// What the lists would take with every live file's postings packed,
+    /// at the cost per posting the packed lists show (or
+    /// [`BUDGET_BYTES_PER_POSTING`] before there are any).
     fn projected_bytes(&self) -> u64 {
-        self.live_postings * BUDGET_BYTES_PER_POSTING
+        (self.live_postings as f64 * self.cost_per_posting()) as u64
+    }
+
+    /// Heap bytes per posting of the packed lists.
+    fn cost_per_posting(&self) -> f64 {
+        let postings: u64 = self.segments.iter().map(Segment::postings).sum();
+        if postings == 0 {
+            return BUDGET_BYTES_PER_POSTING as f64;
+        }
+        let held: u64 = self.segments.iter().map(|s| s.heap_bytes() as u64).sum();
+        held as f64 / postings as f64
     }
 
     /// Whether the global excludes file still reads as it did.
@@ -1126,6 +1259,26 @@ impl State {
                 modified: r.stamp.modified,
                 size: r.stamp.size,
             })
+            .collect()
+    }
+
+    /// [`list_where`](Self::list_where), looking only at the files whose
+    /// base name `filter` allows (every file without a filter).
+    pub(crate) fn list_named(
+        &self,
+        under: &str,
+        filter: Option<&NameFilter>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Vec<ListedFile> {
+        let Some(filter) = filter else {
+            return self.list_where(under, keep);
+        };
+        self.names
+            .ids(filter)
+            .into_iter()
+            .filter_map(|id| self.files.get(id as usize))
+            .filter(|r| r.is_listed() && is_within(&r.path, under) && keep(&r.path))
+            .map(FileRecord::listed)
             .collect()
     }
 
@@ -1173,27 +1326,31 @@ impl State {
     }
 
     /// Everything below `under`, ignored files included (those whose path
-    /// `keep` accepts), with the directories walked and those pruned.
-    pub(crate) fn tree(&self, under: &str, keep: impl Fn(&str) -> bool) -> Tree {
-        let files = self
-            .files
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.content,
-                    Content::Indexed
-                        | Content::Always(_)
-                        | Content::BinaryFromStart
-                        | Content::Ignored
-                ) && is_within(&r.path, under)
-                    && keep(&r.path)
-            })
-            .map(|r| ListedFile {
-                path: r.path.to_string(),
-                modified: r.stamp.modified,
-                size: r.stamp.size,
-            })
-            .collect();
+    /// `keep` accepts, looking only at the base names `filter` allows when
+    /// there is one), with the directories walked and those pruned.
+    pub(crate) fn tree(
+        &self,
+        under: &str,
+        filter: Option<&NameFilter>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Tree {
+        let wanted = |r: &FileRecord| r.is_present() && is_within(&r.path, under) && keep(&r.path);
+        let files = match filter {
+            Some(filter) => self
+                .names
+                .ids(filter)
+                .into_iter()
+                .filter_map(|id| self.files.get(id as usize))
+                .filter(|r| wanted(r))
+                .map(FileRecord::listed)
+                .collect(),
+            None => self
+                .files
+                .iter()
+                .filter(|r| wanted(r))
+                .map(FileRecord::listed)
+                .collect(),
+        };
         let dirs = self
             .dirs_within(under)
             .into_iter()
@@ -1277,7 +1434,8 @@ impl State {
             + paths
             + self.by_path.capacity() as u64 * 24
             + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>()
-            + self.pruned.iter().map(|d| d.len() as u64 + 48).sum::<u64>();
+            + self.pruned.iter().map(|d| d.len() as u64 + 48).sum::<u64>()
+            + self.names.heap_bytes() as u64;
         stats.directories = self.dirs.len() as u64;
         stats.pruned_directories = self.pruned.len() as u64;
         stats
@@ -1295,6 +1453,19 @@ impl State {
 }
 
 impl FileRecord {
+    fn listed(&self) -> ListedFile {
+        ListedFile {
+            path: self.path.to_string(),
+            modified: self.stamp.modified,
+            size: self.stamp.size,
+        }
+    }
+
+    /// Whether the record stands for a file (ignored ones included).
+    fn is_present(&self) -> bool {
+        self.content != Content::Dead
+    }
+
     /// Whether queries that respect ignore files list it.
     fn is_listed(&self) -> bool {
         match self.content {
@@ -1350,17 +1521,73 @@ pub(crate) fn yield_to_the_tools() {
     }
 }
 
-/// Counts a read against the budget; past it, the file becomes an
-/// always-candidate instead of being indexed.
-fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64) {
+/// Counts a re-read file against the budget at `per_posting` bytes a
+/// posting; past it, the file becomes an always-candidate instead of being
+/// indexed.
+fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64, per_posting: f64) {
     if let Ok(trigrams) = &read.outcome {
-        let cost = trigrams.len() as u64 * BUDGET_BYTES_PER_POSTING;
+        let cost = (trigrams.len() as f64 * per_posting).ceil() as u64;
         let before = spent.fetch_add(cost, Ordering::Relaxed);
         if before + cost > budget {
             spent.fetch_sub(cost, Ordering::Relaxed);
             read.outcome = Err(AlwaysReason::OverBudget);
             read.text_bytes = 0;
         }
+    }
+}
+
+/// Segments merged in tiers: a new segment is tier 0, and whenever the last
+/// [`TIER_FAN`] segments are of one tier they become one of the next.
+#[derive(Default)]
+struct Tiers {
+    segments: Vec<(u32, Segment)>,
+}
+
+/// Segments of a tier merged into one of the next.
+const TIER_FAN: usize = 8;
+
+impl Tiers {
+    /// Adds a segment (ids above those held), keeping `held` (the list
+    /// bytes of all segments held) current.
+    fn push(&mut self, segment: Segment, held: &AtomicU64) {
+        held.fetch_add(segment.list_bytes() as u64, Ordering::Relaxed);
+        self.segments.push((0, segment));
+        loop {
+            let n = self.segments.len();
+            if n < TIER_FAN {
+                return;
+            }
+            let tier = self.segments[n - 1].0;
+            if self.segments[n - TIER_FAN..]
+                .iter()
+                .any(|(t, _)| *t != tier)
+            {
+                return;
+            }
+            self.merge_last(TIER_FAN, tier + 1, held);
+        }
+    }
+
+    /// Merges everything held into one segment.
+    fn collapse(&mut self, held: &AtomicU64) {
+        let n = self.segments.len();
+        if n > 1 {
+            let tier = self.segments.iter().map(|(t, _)| *t).max().unwrap_or(0);
+            self.merge_last(n, tier + 1, held);
+        }
+    }
+
+    fn merge_last(&mut self, count: usize, tier: u32, held: &AtomicU64) {
+        let at = self.segments.len() - count;
+        let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
+        let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
+        let refs: Vec<&Segment> = parts.iter().collect();
+        let merged = Segment::merge(&refs, Some);
+        drop(refs);
+        drop(parts);
+        held.fetch_add(merged.list_bytes() as u64, Ordering::Relaxed);
+        held.fetch_sub(before, Ordering::Relaxed);
+        self.segments.push((tier, merged));
     }
 }
 
@@ -1638,6 +1865,70 @@ mod tests {
         assert_eq!(state.candidates(&query("common"), "").len(), 10);
         assert!(state.candidates(&query("word3"), "").is_empty());
         assert!(state.files.len() < 300, "dead files were dropped on merge");
+        Ok(())
+    }
+
+    #[test]
+    fn tiers_merge_segments_and_keep_count_of_what_they_hold() {
+        let mut tiers = Tiers::default();
+        let held = AtomicU64::new(0);
+        // 70 chunks of 10 ids: trigram 1 in every id, 2 in every seventh.
+        for chunk in 0..70u64 {
+            let pairs: Vec<u64> = (chunk * 10..chunk * 10 + 10)
+                .flat_map(|id| {
+                    let mut p = vec![(1u64 << 32) | id];
+                    if id % 7 == 0 {
+                        p.push((2u64 << 32) | id);
+                    }
+                    p
+                })
+                .collect();
+            tiers.push(Segment::from_pairs(pairs), &held);
+            // Never more than seven segments of a tier wait.
+            assert!(
+                tiers.segments.len() < 2 * TIER_FAN,
+                "{}",
+                tiers.segments.len()
+            );
+        }
+        assert!(tiers.segments.iter().any(|(tier, _)| *tier >= 1));
+        let listed: u64 = tiers
+            .segments
+            .iter()
+            .map(|(_, s)| s.list_bytes() as u64)
+            .sum();
+        assert_eq!(held.load(Ordering::Relaxed), listed);
+        tiers.collapse(&held);
+        assert_eq!(tiers.segments.len(), 1);
+        let (_, one) = &tiers.segments[0];
+        assert_eq!(held.load(Ordering::Relaxed), one.list_bytes() as u64);
+        let mut out = Vec::new();
+        one.decode_into(1, &mut out);
+        assert_eq!(out, (0..700).collect::<Vec<u32>>());
+        out.clear();
+        one.decode_into(2, &mut out);
+        assert_eq!(out, (0..700).filter(|id| id % 7 == 0).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn a_build_of_many_chunks_on_two_readers_indexes_every_file() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        // Enough files for tiers of merges on each reader.
+        let files = BUILD_CHUNK * 20 + 7;
+        for n in 0..files {
+            std::fs::write(
+                dir.path().join(format!("f{n:05}")),
+                format!("word{n:05} common\n"),
+            )?;
+        }
+        let state = built(dir.path(), any_limits());
+        assert_eq!(state.candidates(&query("common"), "").len(), files);
+        for n in [0, 1, BUILD_CHUNK, files / 2, files - 1] {
+            let found = state.candidates(&query(&format!("word{n:05}")), "");
+            assert!(found.contains(&format!("f{n:05}")), "{n}");
+            // Only the files sharing every trigram (one in a hundred at most).
+            assert!(found.len() <= 100, "{n}: {}", found.len());
+        }
         Ok(())
     }
 }

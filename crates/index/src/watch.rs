@@ -23,6 +23,7 @@ use notify::{
     Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, WatchPathConfig, Watcher,
 };
 
+use crate::names::NameFilter;
 use crate::query::Query;
 use crate::state::{
     Candidates, Change, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure,
@@ -361,6 +362,19 @@ impl WorkspaceIndex {
         self.serve(under, |state| state.list_where(under, keep))
     }
 
+    /// [`files_where`](Self::files_where) for a glob: only the files whose
+    /// base name `filter` allows (see [`NameFilter::from_glob`]) are looked
+    /// up in the name index and given to `keep`, instead of every file;
+    /// without a filter every file is.
+    pub fn files_named(
+        &self,
+        under: &str,
+        filter: Option<&NameFilter>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Vec<ListedFile>, NotServed> {
+        self.serve(under, |state| state.list_named(under, filter, keep))
+    }
+
     /// The files under `under` that may hold a match of `query` (see
     /// [`regex_query`](crate::regex_query)), in path order, as the tree is
     /// when the call starts: every file whose trigrams allow a match, and
@@ -375,7 +389,18 @@ impl WorkspaceIndex {
     /// accepts): for queries that look at ignored files, which answer from
     /// this and walk each [pruned](Tree::pruned) directory themselves.
     pub fn tree(&self, under: &str, keep: impl Fn(&str) -> bool) -> Result<Tree, NotServed> {
-        self.serve(under, |state| state.tree(under, keep))
+        self.serve(under, |state| state.tree(under, None, keep))
+    }
+
+    /// [`tree`](Self::tree) for a glob: only the files whose base name
+    /// `filter` allows are given to `keep` (every file without a filter).
+    pub fn tree_named(
+        &self,
+        under: &str,
+        filter: Option<&NameFilter>,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<Tree, NotServed> {
+        self.serve(under, |state| state.tree(under, filter, keep))
     }
 
     /// The candidates of `query` under `under` for a search that looks at

@@ -236,6 +236,64 @@ fn ignored_too(
     Ok(all_same)
 }
 
+/// A glob naming one file (`**/NAME`, the middle one of `listed`), which
+/// the index answers from its name index: indexed vs walk vs rg.
+#[allow(clippy::too_many_arguments)]
+fn one_match_glob(
+    ctx: &Ctx<'_>,
+    table: &mut Table,
+    indexed: &FileTools,
+    plain: &FileTools,
+    root: &Path,
+    git: bool,
+    listed: &str,
+    runs: usize,
+) -> Result<bool> {
+    let files: Vec<&str> = result_set(listed).into_iter().collect();
+    let Some(middle) = files.get(files.len() / 2) else {
+        return Ok(true);
+    };
+    let name = middle.rsplit('/').next().unwrap_or(middle);
+    let pattern = format!("**/{name}");
+    let ours = glob_of(indexed, &pattern)?;
+    let mut all_same = ours == glob_of(plain, &pattern)?;
+    if !all_same {
+        table
+            .note("**warning:** one-match glob: the output with the index differs from the walk's");
+    }
+    let rg_args = ["--files", "-g", pattern.as_str()];
+    if ctx.rg {
+        all_same &= check_same(
+            table,
+            "one-match glob",
+            &ours,
+            &rg(root, git, &rg_args)?,
+            "rg",
+        );
+    }
+    let label = format!(
+        "one-match glob `{pattern}` ({} files)",
+        count(result_set(&ours).len())
+    );
+    let mut steps: Vec<Step<'_>> = vec![
+        Box::new(|| glob_of(indexed, &pattern).map(drop)),
+        Box::new(|| glob_of(plain, &pattern).map(drop)),
+    ];
+    if ctx.rg {
+        steps.push(Box::new(|| rg(root, git, &rg_args).map(drop)));
+    }
+    let timed = interleaved(runs, &mut steps)?;
+    table.timed(format!("{label} — indexed vs walk"), &timed[0], &timed[1]);
+    if let Some(rg_stats) = timed.get(2) {
+        table.timed(
+            format!("{label} — indexed vs `rg --files -g`"),
+            &timed[0],
+            rg_stats,
+        );
+    }
+    Ok(all_same)
+}
+
 fn glob_of(tools: &FileTools, pattern: &str) -> Result<String> {
     tools
         .glob(&GlobArgs::new(pattern))
@@ -368,6 +426,7 @@ fn measure(
             &timed[3],
         );
     }
+    all_same &= one_match_glob(ctx, &mut table, &indexed, &plain, root, git, &ours, runs)?;
     all_same &= ignored_too(&mut table, &indexed, &plain, runs, glob_pattern, cases)?;
     table.note(format!(
         "In-process `FileTools` calls with the index built and ready, after every \

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use agent_tools_index::{IndexConfig, NotServed, Status, WorkspaceIndex, regex_query};
+use agent_tools_index::{IndexConfig, NameFilter, NotServed, Status, WorkspaceIndex, regex_query};
 
 /// Files larger than this are not indexed in these tests.
 const CAP: u64 = 4096;
@@ -472,22 +472,31 @@ fn a_path_the_walk_would_note_defers_to_the_scan() {
 #[test]
 fn the_memory_budget_turns_files_into_candidates_not_losses() {
     let dir = tempfile::tempdir().unwrap();
+    // File i holds more distinct trigrams the larger i is.
     for i in 0..50 {
+        let words: String = (0..i).map(|k| format!("w{k}q{i} ")).collect();
         std::fs::write(
-            dir.path().join(format!("f{i}.txt")),
-            format!("unique_{i}_content and some shared words\n"),
+            dir.path().join(format!("f{i:02}.txt")),
+            format!("unique_{i}_content and some shared words {words}\n"),
         )
         .unwrap();
     }
-    let index = WorkspaceIndex::start(IndexConfig::new(dir.path()).memory_budget(400));
+    let index = WorkspaceIndex::start(IndexConfig::new(dir.path()).memory_budget(4000));
     assert!(index.wait_ready(Duration::from_secs(30)));
     let stats = index.stats().unwrap();
     assert!(stats.always_candidates > 0, "{stats:?}");
     assert!(stats.indexed_files > 0, "{stats:?}");
+    assert!(stats.postings_bytes <= 4000, "{stats:?}");
     let hir = regex_syntax::parse("unique_7_content").unwrap();
     let found = index.candidates(&regex_query(&hir), "").unwrap();
-    assert!(found.contains(&"f7.txt".to_string()));
+    assert!(found.contains(&"f07.txt".to_string()));
     assert!(found.len() as u64 <= stats.always_candidates + 1);
+    // The largest files went out first: the files left out are the last.
+    let hir = regex_syntax::parse("absent_everywhere").unwrap();
+    let out = index.candidates(&regex_query(&hir), "").unwrap();
+    let first_out = 50 - out.len();
+    let want: Vec<String> = (first_out..50).map(|i| format!("f{i:02}.txt")).collect();
+    assert_eq!(out, want, "{stats:?}");
 }
 
 #[test]
@@ -649,5 +658,162 @@ fn a_directory_swapped_with_a_symlink_to_outside_never_shows_outside_names() {
     for d in ["d0", "d1"] {
         let later = format!("{d}/later.txt");
         assert!(files.iter().any(|f| f.path == later), "{later}: {files:?}");
+    }
+}
+
+/// Globs answered through the name index on a larger generated tree (a
+/// few thousand files over nested folders, a `.gitignore`d subtree,
+/// varied names and extensions) give exactly the files a walk filtered by
+/// the same glob gives, before and after a round of edits (files added,
+/// renamed, removed, a subtree moved).
+mod globs_by_name {
+    use super::*;
+
+    const STEMS: &[&str] = &[
+        "main",
+        "lib",
+        "mod",
+        "util_test",
+        "README",
+        "Makefile",
+        ".env",
+    ];
+    const EXTS: &[&str] = &["rs", "py", "ts", "md", "tar.gz", "", "RS"];
+
+    fn name(rng: &mut Rng, n: usize) -> String {
+        let stem = *rng.pick(STEMS);
+        let ext = *rng.pick(EXTS);
+        let stem = if rng.below(3) == 0 {
+            stem.to_string()
+        } else {
+            format!("{stem}_{n}")
+        };
+        if ext.is_empty() {
+            stem
+        } else {
+            format!("{stem}.{ext}")
+        }
+    }
+
+    fn tree(root: &Path, rng: &mut Rng, files: usize) {
+        std::fs::write(root.join(".gitignore"), "/gen/\n*.log\n").unwrap();
+        for n in 0..files {
+            let dir = match rng.below(4) {
+                0 => format!("src/a{}", rng.below(20)),
+                1 => format!("src/a{}/b{}", rng.below(20), rng.below(5)),
+                2 => format!("gen/c{}", rng.below(5)),
+                _ => format!("t{}", rng.below(10)),
+            };
+            std::fs::create_dir_all(root.join(&dir)).unwrap();
+            let file = if rng.below(30) == 0 {
+                format!("x{n}.log")
+            } else {
+                name(rng, n)
+            };
+            std::fs::write(root.join(dir).join(file), b"x").unwrap();
+        }
+    }
+
+    const GLOBS: &[&str] = &[
+        "**/*.rs",
+        "**/*.RS",
+        "*.rs",
+        "src/**/*.py",
+        "src/*/main.rs",
+        "**/main.rs",
+        "**/README",
+        "**/Makefile_1*",
+        "**/*.{rs,py}",
+        "**/{main,lib}.rs",
+        "**/*.tar.gz",
+        "**/*.gz",
+        "**/.env",
+        "**/.env*",
+        "**/*.log",
+        "t1/*.md",
+        "**/m?d_*.ts",
+        "**/[ml]*.rs",
+        "src/**",
+        "**/*",
+        "**/*_test*",
+        "**/lib_1?.rs",
+    ];
+
+    fn matches(glob: &str, root: &Path, index: &WorkspaceIndex, step: &str) {
+        let matcher = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .unwrap()
+            .compile_matcher();
+        let want: Vec<String> = reference_files(root)
+            .into_keys()
+            .filter(|p| matcher.is_match(p))
+            .collect();
+        let filter = NameFilter::from_glob(glob);
+        let mut got: Vec<String> = index
+            .files_named("", filter.as_ref(), |p| matcher.is_match(p))
+            .unwrap()
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{glob} after {step}");
+        // With ignored files too (the table's side of the answer).
+        let mut got: Vec<String> = index
+            .tree_named("", filter.as_ref(), |p| matcher.is_match(p))
+            .unwrap()
+            .files
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        got.sort();
+        let mut want_all: Vec<String> = index
+            .tree("", |p| matcher.is_match(p))
+            .unwrap()
+            .files
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        want_all.sort();
+        assert_eq!(got, want_all, "{glob} with ignored files after {step}");
+    }
+
+    #[test]
+    fn glob_answers_equal_a_walk_on_a_large_tree_under_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mut rng = Rng(0x6106);
+        tree(root, &mut rng, 3000);
+        let index = start(root);
+        let filtered = GLOBS
+            .iter()
+            .filter(|g| NameFilter::from_glob(g).is_some())
+            .count();
+        assert!(filtered >= 15, "most shapes use the name index");
+        for glob in GLOBS {
+            matches(glob, root, &index, "the build");
+        }
+        // Edits: new files, renames (a name's entry changes), removals, a
+        // folder moved, the ignore file changed.
+        for n in 0..200 {
+            let file = name(&mut rng, 10_000 + n);
+            std::fs::write(root.join("t1").join(file), b"y").unwrap();
+        }
+        for (removed, entry) in std::fs::read_dir(root.join("t2")).unwrap().enumerate() {
+            let path = entry.unwrap().path();
+            if removed % 2 == 0 {
+                std::fs::remove_file(&path).unwrap();
+            } else {
+                let renamed = path.with_file_name(format!("main_{removed}.rs"));
+                std::fs::rename(&path, renamed).unwrap();
+            }
+        }
+        std::fs::create_dir_all(root.join("t9")).unwrap();
+        std::fs::rename(root.join("src/a3"), root.join("t9/moved")).unwrap();
+        std::fs::write(root.join(".gitignore"), "/gen/\n").unwrap();
+        for glob in GLOBS {
+            matches(glob, root, &index, "the edits");
+        }
     }
 }
