@@ -63,6 +63,9 @@ struct Doc {
     /// The connection generation it was opened in (0: not yet).
     opened_in: u64,
     used: u64,
+    /// The count of publications when its text was last sent: a
+    /// publication after it is about that text.
+    sent_mark: u64,
 }
 
 #[derive(Debug)]
@@ -251,8 +254,9 @@ impl LspClient {
         };
         let pull = matches!(slot.phase, Phase::Ready { pull: true, .. });
         let mark = conn.shared.lock().generation;
-        let version = match sync(&mut slot, &conn, path, text.clone(), written) {
-            Ok(version) => version,
+        let (version, fresh_after) = match sync(&mut slot, &conn, path, text.clone(), written, mark)
+        {
+            Ok(synced) => synced,
             Err(err) => {
                 let note = self.crashed(&mut slot, err.to_string());
                 return (server, Outcome::Note(note));
@@ -282,11 +286,13 @@ impl LspClient {
             }
         } else {
             // Only a set for this version counts; a server that sends no
-            // version is taken at its first publication after the change.
+            // version is taken at its first publication after the text was
+            // sent (an unchanged text is not sent again, and such servers
+            // do not publish again for it: what they said then stands).
             let fresh = |state: &crate::conn::State| {
                 state.published.get(path).is_some_and(|p| match p.version {
                     Some(v) => v == version,
-                    None => p.generation > mark,
+                    None => p.generation > fresh_after,
                 })
             };
             let arrived = conn.shared.wait_until(deadline, |state| {
@@ -383,7 +389,8 @@ impl LspClient {
                 return Err(RequestError::NotReady { server, note });
             }
         };
-        if let Err(err) = sync(&mut slot, &conn, path, text, false) {
+        let mark = conn.shared.lock().generation;
+        if let Err(err) = sync(&mut slot, &conn, path, text, false, mark) {
             let note = self.crashed(&mut slot, err.to_string());
             return Err(RequestError::NotReady { server, note });
         }
@@ -702,6 +709,7 @@ fn remember(slot: &mut Slot, path: &Path, text: String) {
                     text,
                     opened_in: 0,
                     used,
+                    sent_mark: 0,
                 },
             );
         }
@@ -731,16 +739,19 @@ fn evict(slot: &mut Slot) {
 }
 
 /// Opens `path` in the server or sends its new text, and returns the
-/// version the server now has. A text equal to what the server has sends
-/// nothing (unless `written`: then it is saved again, which some servers
-/// need to check).
+/// version the server now has and the count of publications after which
+/// one is about that text (`mark`, the count now, when the text is sent;
+/// the count when it was last sent, when it is unchanged). A text equal to
+/// what the server has sends nothing (unless `written`: then it is saved
+/// again, which some servers need to check).
 fn sync(
     slot: &mut Slot,
     conn: &Connection,
     path: &Path,
     text: String,
     written: bool,
-) -> Result<i32, LspError> {
+    mark: u64,
+) -> Result<(i32, u64), LspError> {
     let generation = slot.generation;
     let language = slot
         .spec
@@ -758,12 +769,14 @@ fn sync(
         text: String::new(),
         opened_in: 0,
         used,
+        sent_mark: 0,
     });
     doc.used = used;
     if doc.opened_in != generation {
         doc.version += 1;
         doc.text = text;
         doc.opened_in = generation;
+        doc.sent_mark = mark;
         conn.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": language,
@@ -772,13 +785,14 @@ fn sync(
     } else if doc.text != text {
         doc.version += 1;
         doc.text = text;
+        doc.sent_mark = mark;
         conn.notify(
             "textDocument/didChange",
             json!({"textDocument": {"uri": uri, "version": doc.version},
                 "contentChanges": [{"text": doc.text}]}),
         )?;
     } else if !written {
-        return Ok(doc.version);
+        return Ok((doc.version, doc.sent_mark));
     }
     if written {
         conn.notify(
@@ -786,7 +800,7 @@ fn sync(
             json!({"textDocument": {"uri": uri}}),
         )?;
     }
-    Ok(doc.version)
+    Ok((doc.version, doc.sent_mark))
 }
 
 fn initialize_params(root: &Path, spec: &ServerSpec) -> Value {

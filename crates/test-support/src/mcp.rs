@@ -93,10 +93,17 @@ impl McpClient {
     /// Kills the server if the test runs past a minute (see
     /// [`start_guarded`](Self::start_guarded)).
     pub fn guarded(self) -> McpClient {
+        self.guarded_for(std::time::Duration::from_secs(60))
+    }
+
+    /// Like [`McpClient::guarded`], with a limit of the test's choosing
+    /// (tests that wait for real language servers to start need longer on
+    /// a loaded machine).
+    pub fn guarded_for(self, limit: std::time::Duration) -> McpClient {
         let client = self;
         let pid = nix::unistd::Pid::from_raw(i32::try_from(client.pid()).unwrap());
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_secs(60));
+            std::thread::sleep(limit);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
         });
         client

@@ -51,6 +51,11 @@ impl McpClient {
         McpClient(self.0.guarded())
     }
 
+    /// See [`mcp::McpClient::guarded_for`].
+    pub fn guarded_for(self, limit: std::time::Duration) -> McpClient {
+        McpClient(self.0.guarded_for(limit))
+    }
+
     /// See [`mcp::McpClient::call_result`].
     pub fn call_result(response: &Value) -> (bool, String) {
         mcp::McpClient::call_result(response)

@@ -265,9 +265,14 @@ fn lsp_servers_end_with_the_server_on_end_of_input_and_on_sigkill() {
 
 /// The folder holding `pyright-langserver` and `typescript-language-server`
 /// (an npm `node_modules/.bin`), or `None` with a loud note.
-fn real_servers(test: &str) -> Option<PathBuf> {
+fn real_servers(test: &str) -> Option<(PathBuf, std::sync::MutexGuard<'static, ()>)> {
     match std::env::var_os("AGENT_TOOLS_LSP_BIN") {
-        Some(dir) => Some(PathBuf::from(dir)),
+        Some(dir) => Some((
+            PathBuf::from(dir),
+            REAL_SERVERS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )),
         None => {
             eprintln!(
                 "SKIPPED {test}: AGENT_TOOLS_LSP_BIN is unset (the folder holding pyright-langserver \
@@ -298,11 +303,23 @@ fn start_real(bin: &Path, root: &Path) -> McpClient {
         .stderr(std::process::Stdio::inherit());
     let mut client = agent_tools_test_support::mcp::McpClient::spawn(command).unwrap();
     client.try_initialize(json!({}), "test-client").unwrap();
-    McpClient::from(client).guarded()
+    // A cold language server loads its libraries first, slowly on a loaded
+    // machine: the guard is wider than the wait below.
+    McpClient::from(client).guarded_for(REAL_SERVER_GUARD)
 }
 
+/// How long a test with real servers may take before its server is killed.
+const REAL_SERVER_GUARD: Duration = Duration::from_secs(300);
+
+/// How long a test waits for a cold server's first diagnostics.
+const COLD_START_WAIT: Duration = Duration::from_secs(180);
+
+/// The tests with real servers run one at a time: two cold Node servers
+/// starting together on a small machine take minutes, not seconds.
+static REAL_SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes until the answer carries diagnostics rather than a starting note
-/// (a cold server loads its libraries first), at most a minute.
+/// (a cold server loads its libraries first), at most `COLD_START_WAIT`.
 fn write_until_checked(client: &mut McpClient, path: &str, content: &str) -> String {
     let started = Instant::now();
     loop {
@@ -310,7 +327,7 @@ fn write_until_checked(client: &mut McpClient, path: &str, content: &str) -> Str
         if !text.contains("still starting") && !text.contains("sent no diagnostics") {
             return text;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "{text}");
+        assert!(started.elapsed() < COLD_START_WAIT, "{text}");
     }
 }
 
@@ -354,7 +371,7 @@ fn descends(mut pid: i32, ancestor: u32) -> bool {
 
 #[test]
 fn lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates() {
-    let Some(bin) =
+    let Some((bin, _one_at_a_time)) =
         real_servers("lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates")
     else {
         return;
@@ -425,7 +442,9 @@ fn lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates() {
 
 #[test]
 fn lsp_typescript_reports_a_type_error_in_the_edit_answer() {
-    let Some(bin) = real_servers("lsp_typescript_reports_a_type_error_in_the_edit_answer") else {
+    let Some((bin, _one_at_a_time)) =
+        real_servers("lsp_typescript_reports_a_type_error_in_the_edit_answer")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -443,7 +462,14 @@ fn lsp_typescript_reports_a_type_error_in_the_edit_answer() {
         first.contains("still starting") || first.contains("main.ts:3:8: error"),
         "{first}"
     );
-    let text = write_until_checked(&mut client, "main.ts", broken);
+    // Written again unchanged, a file keeps what the server said of it,
+    // and the answer lists only what the write introduced (nothing): so
+    // the error is looked for in the first answer that has diagnostics.
+    let text = if first.contains("main.ts:3:8: error") {
+        first
+    } else {
+        write_until_checked(&mut client, "main.ts", broken)
+    };
     assert!(
         text.contains("main.ts:3:8: error: Argument of type 'string' is not assignable to parameter of type 'number'. [2345]"),
         "{text}"
