@@ -238,3 +238,39 @@ impl Report {
 pub(crate) fn seconds(duration: Duration) -> String {
     format!("{:.1} s", duration.as_secs_f64())
 }
+
+/// The name of an LSP `SymbolKind` number (1 `File` to 26 `TypeParameter`),
+/// as the answers of every surface write it; `None` for a number outside
+/// the protocol's list.
+pub fn symbol_kind_name(kind: &serde_json::Value) -> Option<&'static str> {
+    const KINDS: [&str; 26] = [
+        "File",
+        "Module",
+        "Namespace",
+        "Package",
+        "Class",
+        "Method",
+        "Property",
+        "Field",
+        "Constructor",
+        "Enum",
+        "Interface",
+        "Function",
+        "Variable",
+        "Constant",
+        "String",
+        "Number",
+        "Boolean",
+        "Array",
+        "Object",
+        "Key",
+        "Null",
+        "EnumMember",
+        "Struct",
+        "Event",
+        "Operator",
+        "TypeParameter",
+    ];
+    let index = usize::try_from(kind.as_u64()?).ok()?.checked_sub(1)?;
+    KINDS.get(index).copied()
+}

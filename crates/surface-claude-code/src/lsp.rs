@@ -251,38 +251,8 @@ fn hover(result: &Value, line: u64, character: u64) -> String {
 }
 
 fn kind(value: Option<&Value>) -> &'static str {
-    const KINDS: [&str; 26] = [
-        "File",
-        "Module",
-        "Namespace",
-        "Package",
-        "Class",
-        "Method",
-        "Property",
-        "Field",
-        "Constructor",
-        "Enum",
-        "Interface",
-        "Function",
-        "Variable",
-        "Constant",
-        "String",
-        "Number",
-        "Boolean",
-        "Array",
-        "Object",
-        "Key",
-        "Null",
-        "EnumMember",
-        "Struct",
-        "Event",
-        "Operator",
-        "TypeParameter",
-    ];
     value
-        .and_then(Value::as_u64)
-        .and_then(|k| KINDS.get((k as usize).wrapping_sub(1)))
-        .copied()
+        .and_then(agent_tools_lsp::symbol_kind_name)
         .unwrap_or("Unknown")
 }
 

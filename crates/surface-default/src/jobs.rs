@@ -247,6 +247,14 @@ fn session(call: &CallContext) -> ToolResult<&DefaultSession> {
         .ok_or_else(|| ToolError::internal("the call carries no session for jobs"))
 }
 
+/// The connection's job that `raw` names.
+fn job_of(call: &CallContext, raw: &str) -> ToolResult<Arc<Job>> {
+    session(call)?
+        .jobs
+        .get(parse_id(raw)?)
+        .map_err(ToolError::from)
+}
+
 /// `job_3` (or `3`) to 3.
 fn parse_id(raw: &str) -> ToolResult<u64> {
     raw.trim()
@@ -346,10 +354,7 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
 }
 
 fn read(services: &Services, args: JobReadArgs, call: &CallContext) -> ToolResult<String> {
-    let job = session(call)?
-        .jobs
-        .get(parse_id(&args.job_id)?)
-        .map_err(ToolError::from)?;
+    let job = job_of(call, &args.job_id)?;
     let wait = wait(args.wait_ms, 0, args.wait_for.as_deref())?;
     let from = match args.from {
         None => ReadFrom::Cursor,
@@ -370,10 +375,7 @@ fn read(services: &Services, args: JobReadArgs, call: &CallContext) -> ToolResul
 }
 
 fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolResult<String> {
-    let job = session(call)?
-        .jobs
-        .get(parse_id(&args.job_id)?)
-        .map_err(ToolError::from)?;
+    let job = job_of(call, &args.job_id)?;
     let wait = wait(args.wait_ms, WRITE_WAIT_MS, args.wait_for.as_deref())?;
     let input = args.input.unwrap_or_default();
     let keys = args.keys.unwrap_or_default();
@@ -393,10 +395,7 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
 
 fn kill(services: &Services, args: JobKillArgs, call: &CallContext) -> ToolResult<String> {
     use agent_tools_bash::jobs::Signal;
-    let job = session(call)?
-        .jobs
-        .get(parse_id(&args.job_id)?)
-        .map_err(ToolError::from)?;
+    let job = job_of(call, &args.job_id)?;
     let signal = match args.signal.unwrap_or(KillSignal::Term) {
         KillSignal::Term => Signal::SIGTERM,
         KillSignal::Int => Signal::SIGINT,

@@ -484,37 +484,7 @@ fn outline(item: &Value, depth: usize, out: &mut Vec<String>) {
 }
 
 fn kind_name(kind: Option<&Value>) -> &'static str {
-    const KINDS: [&str; 26] = [
-        "File",
-        "Module",
-        "Namespace",
-        "Package",
-        "Class",
-        "Method",
-        "Property",
-        "Field",
-        "Constructor",
-        "Enum",
-        "Interface",
-        "Function",
-        "Variable",
-        "Constant",
-        "String",
-        "Number",
-        "Boolean",
-        "Array",
-        "Object",
-        "Key",
-        "Null",
-        "EnumMember",
-        "Struct",
-        "Event",
-        "Operator",
-        "TypeParameter",
-    ];
-    kind.and_then(Value::as_u64)
-        .and_then(|k| KINDS.get((k as usize).wrapping_sub(1)))
-        .copied()
+    kind.and_then(agent_tools_lsp::symbol_kind_name)
         .unwrap_or("Symbol")
 }
 
