@@ -3,7 +3,7 @@
 
 use nix::sys::signal::Signal;
 
-/// The key names [`key_bytes`] knows besides `C-a` ... `C-z`, for messages.
+/// The key names a terminal job takes besides `C-a` ... `C-z`, for messages.
 pub const KEY_NAMES: &str = "Enter, Tab, Escape, Backspace, Space, Delete, Insert, Up, Down, \
 Left, Right, Home, End, PageUp, PageDown, F1..F12, C-a..C-z, C-\\, C-]";
 
