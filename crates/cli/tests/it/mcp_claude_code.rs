@@ -298,19 +298,38 @@ fn background_commands_are_read_and_stopped_in_claude_codes_words() {
         };
         transcript.push_str(&format!("--- {name} {args} (error: {is_error})\n{text}\n"));
     };
-    let command =
-        "echo out; echo err >&2; printf 'ok 1\\nno\\nok 2\\n'; sleep 0.5; echo late; exit 3";
+    // Each step of the command waits for a gate the test opens once it has
+    // seen the step before in the job's output, so the order in which the
+    // two pipes are read cannot change the transcript.
+    let command = "echo out; printf 'ok 1\\nno\\nok 2\\n'; until [ -e gate1 ]; do sleep 0.02; done; \
+         echo err >&2; until [ -e gate2 ]; do sleep 0.02; done; echo late; exit 3";
     step(
         &mut client,
         "Bash",
         json!({"command": command, "run_in_background": true}),
     );
-    std::thread::sleep(Duration::from_millis(300));
+    // TaskOutput without blocking reads the whole output and consumes
+    // nothing, so polling it leaves BashOutput's view untouched.
+    let wait_for = |client: &mut McpClient, needle: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, text) = client.call("TaskOutput", json!({"task_id": "bash_1", "block": false}));
+            if text.contains(needle) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "no {needle:?} in {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for(&mut client, "ok 2");
+    std::fs::write(root.join("gate1"), "").unwrap();
+    wait_for(&mut client, "err");
     step(
         &mut client,
         "BashOutput",
         json!({"bash_id": "bash_1", "filter": "^(ok|out|err)"}),
     );
+    std::fs::write(root.join("gate2"), "").unwrap();
     step(
         &mut client,
         "TaskOutput",
