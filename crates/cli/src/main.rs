@@ -525,7 +525,11 @@ fn call_and_print(tools: &AgentTools, name: &str, args: Value) -> anyhow::Result
         }
         other => other,
     };
-    let result = tools.call(name, args);
+    print_result(tools.call(name, args))
+}
+
+/// Prints a call's text on a line of its own; exit 1 when it failed.
+fn print_result(result: agent_tools::DispatchResult) -> anyhow::Result<ExitCode> {
     let mut text = result.text;
     if !text.ends_with('\n') {
         text.push('\n');
@@ -633,17 +637,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let args: Value = serde_json::from_str(&text)
                 .map_err(|err| anyhow::anyhow!("the arguments are not valid JSON: {err}"))?;
-            let result = tools.call(&tool, args);
-            let mut text = result.text;
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            print_quietly(&text)?;
-            Ok(if result.is_error {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            // Sent as given: an explicit null is the caller's to make.
+            print_result(tools.call(&tool, args))
         }
         Command::Tools { read_only, surface } => {
             let surface = agent_tools_cli::surface(&surface)?;
