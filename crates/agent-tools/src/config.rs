@@ -134,6 +134,7 @@ pub struct ConfigBuilder {
     sandbox: CommandSandbox,
     journal: Option<JournalOptions>,
     lsp: Option<LspOptions>,
+    structured_output: bool,
 }
 
 /// Default for how long a write waits for its file's diagnostics.
@@ -362,6 +363,7 @@ pub struct Config {
     sandbox: Option<ActiveSandbox>,
     journal: Option<ActiveJournal>,
     lsp: Option<LspOptions>,
+    structured_output: bool,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -391,6 +393,7 @@ impl ConfigBuilder {
             sandbox: CommandSandbox::Off,
             journal: None,
             lsp: None,
+            structured_output: false,
         }
     }
 
@@ -441,6 +444,16 @@ impl ConfigBuilder {
     /// The most a command's `timeout_ms` may ask for (1 ms to 24 h).
     pub fn bash_timeout_max_ms(mut self, ms: u64) -> Self {
         self.bash_timeout_max_ms = ms;
+        self
+    }
+
+    /// Gives every successful answer a structured copy beside its text
+    /// (MCP's `structuredContent`, with an `outputSchema` per tool; see
+    /// [`crate::structured`]). Off by default: the main clients show the
+    /// model only the structured copy when there is one, which loses the
+    /// text's layout.
+    pub fn structured_output(mut self, on: bool) -> Self {
+        self.structured_output = on;
         self
     }
 
@@ -579,6 +592,7 @@ impl ConfigBuilder {
             index: self.index,
             sandbox,
             lsp: self.lsp,
+            structured_output: self.structured_output,
         })
     }
 }
@@ -713,6 +727,11 @@ impl Config {
     /// The ceiling of a command's timeout.
     pub fn bash_timeout_max_ms(&self) -> u64 {
         self.bash_timeout_max_ms
+    }
+
+    /// Whether answers carry a structured copy and tools an output schema.
+    pub fn structured_output(&self) -> bool {
+        self.structured_output
     }
 
     /// Whether only the read tools are offered.
