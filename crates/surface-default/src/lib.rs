@@ -37,6 +37,7 @@ use agent_tools::{AgentTools, Config, StartupError};
 use agent_tools::{Failure, Surface};
 use agent_tools::{Hints, ToolDef};
 
+pub mod answers;
 mod args;
 mod bash;
 mod files;
@@ -166,6 +167,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
                 None => tool,
             }
         })
+        .map(answers::declare)
         .collect()
 }
 
