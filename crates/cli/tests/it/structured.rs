@@ -36,7 +36,7 @@ const VOLATILE: &[&str] = &[
     "list_sessions",
 ];
 
-fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     let (outer, root) = sandbox();
     std::fs::write(root.join("a.txt"), "hello\nworld\n").unwrap();
     std::fs::write(root.join("pic.png"), PNG).unwrap();
@@ -45,7 +45,7 @@ fn workspace() -> (tempfile::TempDir, std::path::PathBuf) {
 
 /// The calls that exercise every tool of the default surface (and the
 /// journal's two), in an order where each succeeds.
-fn default_calls() -> Vec<(&'static str, Value)> {
+pub(crate) fn default_calls() -> Vec<(&'static str, Value)> {
     vec![
         ("read_file", json!({"path": "a.txt"})),
         ("list_dir", json!({"path": "."})),
@@ -93,7 +93,7 @@ fn default_calls() -> Vec<(&'static str, Value)> {
 
 /// The calls that exercise every tool of the filesystem surface, unlisted
 /// ones included.
-fn filesystem_calls(root: &Path) -> Vec<(&'static str, Value)> {
+pub(crate) fn filesystem_calls(root: &Path) -> Vec<(&'static str, Value)> {
     let p = |name: &str| root.join(name).display().to_string();
     vec![
         ("read_file", json!({"path": p("a.txt")})),
@@ -142,7 +142,7 @@ fn filesystem_calls(root: &Path) -> Vec<(&'static str, Value)> {
 }
 
 /// The filesystem process calls that need the pid `start_process` gave.
-fn process_calls(pid: i64) -> Vec<(&'static str, Value)> {
+pub(crate) fn process_calls(pid: i64) -> Vec<(&'static str, Value)> {
     vec![
         (
             "interact_with_process",
