@@ -504,6 +504,24 @@ fn http_python_sdk_lists_and_calls_every_surface_in_both_eras() {
     }
 }
 
+/// Over HTTP the structured copy and the text are those stdio answers.
+#[test]
+fn http_answers_the_structured_copy_stdio_answers() {
+    let (_outer, root) = crate::structured::workspace();
+    let server = start(&root, &["--structured-output", "on"]);
+    let over_http = call_new(&server, "tok-a", "read_file", json!({"path": "a.txt"}));
+    let mut stdio =
+        crate::mcp_client::McpClient::start_guarded(&root, &["--structured-output", "on"]);
+    let over_stdio = stdio.request(
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+    );
+    let (http, stdio) = (&over_http, &over_stdio["result"]);
+    assert!(http["structuredContent"].is_object(), "{over_http}");
+    assert_eq!(http["structuredContent"], stdio["structuredContent"]);
+    assert_eq!(http["content"], stdio["content"]);
+}
+
 /// With `--structured-output on`, the Python SDK (which checks every
 /// answer's `structuredContent` against the tool's `outputSchema`) takes
 /// the answer of every tool of the default and filesystem surfaces.

@@ -459,3 +459,29 @@ fn an_error_result_carries_no_copy() {
         "{exited}"
     );
 }
+
+/// A brief call answered by the stdio fast lane and the same call through
+/// the protocol library (a request naming its version goes there) carry
+/// the same bytes, the structured copy included.
+#[test]
+fn the_fast_lane_and_the_library_path_answer_the_same_bytes() {
+    let (_outer, root) = workspace();
+    let mut client = McpClient::start_guarded(&root, &["--structured-output", "on"]);
+    let mut ask = |id: u64, meta: &str| {
+        client.send_raw(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"read_file\",\"arguments\":{{\"path\":\"a.txt\"}}{meta}}}}}\n")
+                .as_bytes(),
+        );
+        client.next_line()
+    };
+    let fast = ask(101, "");
+    let library = ask(
+        102,
+        r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}"#,
+    );
+    assert!(
+        fast.contains(r#""structuredContent":{"content":"#),
+        "{fast}"
+    );
+    assert_eq!(fast.replace("101", "ID"), library.replace("102", "ID"));
+}
