@@ -78,6 +78,14 @@ pub enum StartupError {
     /// default one can be named (neither `XDG_STATE_HOME` nor `HOME` set).
     #[error("--journal needs --journal-dir: neither XDG_STATE_HOME nor HOME is set")]
     JournalNeedsDir,
+    /// Structured output was asked for on a surface that has none (the
+    /// tools it mirrors declare no output schema, and its clients show the
+    /// model only a structured copy).
+    #[error("the {surface} surface has no structured output: leave --structured-output off")]
+    NoStructuredOutput {
+        /// The surface's name.
+        surface: &'static str,
+    },
     /// A limit is out of range.
     #[error("{name} must be between {min} and {max}, got {value}")]
     LimitOutOfRange {

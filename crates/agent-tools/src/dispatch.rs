@@ -43,6 +43,11 @@ impl AgentTools {
     /// Opens the workspace and prepares `surface`'s tools that the config
     /// allows.
     pub fn with_surface<S: Surface>(config: Config, surface: S) -> Result<Self, StartupError> {
+        if config.structured_output() && !surface.offers_structured_output() {
+            return Err(StartupError::NoStructuredOutput {
+                surface: surface.name(),
+            });
+        }
         let state = surface.open(&config)?;
         let mut tools = surface.tools();
         // The undo journal's two tools, on every surface, only when it is

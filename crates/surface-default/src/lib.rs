@@ -132,6 +132,10 @@ impl Surface for DefaultSurface {
         all()
     }
 
+    fn offers_structured_output(&self) -> bool {
+        true
+    }
+
     fn new_session(&self) -> agent_tools::Session {
         // The connection's jobs live, and die, with it.
         agent_tools::Session::new(DefaultSession::default())

@@ -142,6 +142,11 @@ impl Surface for FilesystemSurface {
         agent_tools::Session::new(process::FilesystemSession::default())
     }
 
+    fn offers_structured_output(&self) -> bool {
+        // The reference server's tools declare output schemas too.
+        true
+    }
+
     fn tools(&self) -> Vec<ToolDef<Roots>> {
         vec![
             // The reads of named paths below are brief (see ToolDef::brief):

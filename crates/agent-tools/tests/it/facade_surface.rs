@@ -113,6 +113,10 @@ impl Surface for TestSurface {
         "test tools"
     }
 
+    fn offers_structured_output(&self) -> bool {
+        true
+    }
+
     fn open(&self, config: &Config) -> Result<Root, StartupError> {
         Ok(Root {
             name: config.root().display().to_string(),

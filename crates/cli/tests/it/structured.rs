@@ -485,3 +485,32 @@ fn the_fast_lane_and_the_library_path_answer_the_same_bytes() {
     );
     assert_eq!(fast.replace("101", "ID"), library.replace("102", "ID"));
 }
+
+/// The Claude Code and codex surfaces mirror tools that declare no output
+/// schema: asking them for structured output fails at start-up.
+#[test]
+fn surfaces_without_structured_output_refuse_it() {
+    let (_outer, root) = workspace();
+    for surface in ["claude-code", "codex"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+            .args([
+                "mcp",
+                "--surface",
+                surface,
+                "--structured-output",
+                "on",
+                "--root",
+            ])
+            .arg(&root)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{surface}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("the {surface} surface has no structured output")),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+}
