@@ -263,16 +263,17 @@ fn started_pid(result: &Value) -> i64 {
         .unwrap_or_else(|| panic!("{text}"))
 }
 
+/// What a run of every call gives: the output schemas listed, each
+/// call's result, and the workspace root (to be masked in texts).
+struct Run {
+    schemas: BTreeMap<String, Option<Value>>,
+    results: Vec<(&'static str, Value)>,
+    root: String,
+}
+
 /// Runs every call of a surface on a fresh workspace, with the option on
-/// or off; returns the output schemas listed and every call's result.
-fn every_call(
-    surface: &str,
-    structured: &str,
-) -> (
-    BTreeMap<String, Option<Value>>,
-    Vec<(&'static str, Value)>,
-    String,
-) {
+/// or off.
+fn every_call(surface: &str, structured: &str) -> Run {
     let (_outer, root) = workspace();
     let journal = tempfile::tempdir().unwrap();
     let journal_dir = journal.path().display().to_string();
@@ -296,7 +297,11 @@ fn every_call(
         results.extend(run(&mut client, &process_calls(pid)));
         results
     };
-    (schemas, results, root.display().to_string())
+    Run {
+        schemas,
+        results,
+        root: root.display().to_string(),
+    }
 }
 
 /// Every surface's output schema of every tool, unlisted ones included.
@@ -322,8 +327,16 @@ fn text_schema() -> Value {
 }
 
 fn check_surface(surface: &str) {
-    let (on_schemas, on, on_root) = every_call(surface, "on");
-    let (off_schemas, off, off_root) = every_call(surface, "off");
+    let Run {
+        schemas: on_schemas,
+        results: on,
+        root: on_root,
+    } = every_call(surface, "on");
+    let Run {
+        schemas: off_schemas,
+        results: off,
+        root: off_root,
+    } = every_call(surface, "off");
     // The two workspaces differ in name only.
     let shown = |content: &Value, root: &str| content.to_string().replace(root, "ROOT");
     let declared = declared_schemas(surface);
