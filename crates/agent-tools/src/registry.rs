@@ -263,7 +263,7 @@ impl<S: 'static> ToolDef<S> {
                 connection_bound: false,
                 needs_lsp: false,
                 output: OutputKind::Text,
-                output_schema: Arc::new(schema::portable(&schema_of::<TextAnswer>())),
+                output_schema: text_output_schema(),
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
@@ -422,6 +422,13 @@ impl<S: 'static> ToolDef<S> {
     pub fn run(&self, state: &S, args: Value, call: &CallContext) -> ToolResult<Reply> {
         (self.handler)(state, args, call)
     }
+}
+
+/// The output schema of a tool that answers text, made once and shared.
+fn text_output_schema() -> Arc<Map<String, Value>> {
+    static SCHEMA: std::sync::LazyLock<Arc<Map<String, Value>>> =
+        std::sync::LazyLock::new(|| Arc::new(schema::portable(&schema_of::<TextAnswer>())));
+    SCHEMA.clone()
 }
 
 /// The schema of `A`, with every sub-schema inlined (some MCP clients do not
