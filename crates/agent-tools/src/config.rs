@@ -78,6 +78,14 @@ pub enum StartupError {
     /// default one can be named (neither `XDG_STATE_HOME` nor `HOME` set).
     #[error("--journal needs --journal-dir: neither XDG_STATE_HOME nor HOME is set")]
     JournalNeedsDir,
+    /// Structured output was asked for on a surface that has none (the
+    /// tools it mirrors declare no output schema, and its clients show the
+    /// model only a structured copy).
+    #[error("the {surface} surface has no structured output: leave --structured-output off")]
+    NoStructuredOutput {
+        /// The surface's name.
+        surface: &'static str,
+    },
     /// A limit is out of range.
     #[error("{name} must be between {min} and {max}, got {value}")]
     LimitOutOfRange {
@@ -134,6 +142,7 @@ pub struct ConfigBuilder {
     sandbox: CommandSandbox,
     journal: Option<JournalOptions>,
     lsp: Option<LspOptions>,
+    structured_output: bool,
 }
 
 /// Default for how long a write waits for its file's diagnostics.
@@ -362,6 +371,7 @@ pub struct Config {
     sandbox: Option<ActiveSandbox>,
     journal: Option<ActiveJournal>,
     lsp: Option<LspOptions>,
+    structured_output: bool,
 }
 
 /// Default cap on one call's output, in bytes.
@@ -391,6 +401,7 @@ impl ConfigBuilder {
             sandbox: CommandSandbox::Off,
             journal: None,
             lsp: None,
+            structured_output: false,
         }
     }
 
@@ -441,6 +452,16 @@ impl ConfigBuilder {
     /// The most a command's `timeout_ms` may ask for (1 ms to 24 h).
     pub fn bash_timeout_max_ms(mut self, ms: u64) -> Self {
         self.bash_timeout_max_ms = ms;
+        self
+    }
+
+    /// Gives every successful answer a structured copy beside its text
+    /// (MCP's `structuredContent`, with an `outputSchema` per tool; see
+    /// [`crate::structured`]). Off by default: the main clients show the
+    /// model only the structured copy when there is one, which loses the
+    /// text's layout.
+    pub fn structured_output(mut self, on: bool) -> Self {
+        self.structured_output = on;
         self
     }
 
@@ -579,6 +600,7 @@ impl ConfigBuilder {
             index: self.index,
             sandbox,
             lsp: self.lsp,
+            structured_output: self.structured_output,
         })
     }
 }
@@ -713,6 +735,11 @@ impl Config {
     /// The ceiling of a command's timeout.
     pub fn bash_timeout_max_ms(&self) -> u64 {
         self.bash_timeout_max_ms
+    }
+
+    /// Whether answers carry a structured copy and tools an output schema.
+    pub fn structured_output(&self) -> bool {
+        self.structured_output
     }
 
     /// Whether only the read tools are offered.

@@ -11,6 +11,7 @@ use crate::config::{Config, StartupError};
 use crate::context::{CallContext, Session};
 use crate::registry::{ToolDef, ToolSpec};
 use crate::result::{CallOutcome, Content, DispatchResult, Reply};
+use crate::structured::{Omitted, structured_copy};
 use crate::surface::{Failure, Issue, Stage, Surface};
 
 /// The tools of one surface, bound to one workspace. `Send + Sync`: share
@@ -42,6 +43,11 @@ impl AgentTools {
     /// Opens the workspace and prepares `surface`'s tools that the config
     /// allows.
     pub fn with_surface<S: Surface>(config: Config, surface: S) -> Result<Self, StartupError> {
+        if config.structured_output() && !surface.offers_structured_output() {
+            return Err(StartupError::NoStructuredOutput {
+                surface: surface.name(),
+            });
+        }
         let state = surface.open(&config)?;
         let mut tools = surface.tools();
         // The undo journal's two tools, on every surface, only when it is
@@ -332,7 +338,33 @@ impl<S: Surface> Pipeline for Bound<S> {
                 if !tool.def.spec().bounded() {
                     bound_reply(&mut reply, self.config.max_output_bytes());
                 }
-                CallOutcome::from_reply(reply)
+                let structured = (self.config.structured_output() && !reply.is_error)
+                    .then(|| {
+                        structured_copy(
+                            tool.def.spec().output(),
+                            &reply.content,
+                            self.config.max_output_bytes(),
+                        )
+                    })
+                    .and_then(|copy| {
+                        // The text alone still answers; a client that
+                        // insists on the copy says so.
+                        copy.inspect_err(|why| match why {
+                            Omitted::OverBudget { .. } => {
+                                tracing::debug!(tool = name, %why, "answer sent without its structured copy")
+                            }
+                            // A tool that does not answer what it declares.
+                            Omitted::NotAnObject(_) => {
+                                tracing::warn!(tool = name, %why, "answer sent without its structured copy")
+                            }
+                        })
+                        .ok()
+                    });
+                let mut outcome = CallOutcome::from_reply(reply);
+                if let CallOutcome::Result(result) = &mut outcome {
+                    result.structured = structured;
+                }
+                outcome
             }
             Err(err) => {
                 let cancelled = call.cancel.is_cancelled();

@@ -76,6 +76,7 @@
 mod context;
 mod result;
 pub mod schema;
+pub mod structured;
 
 mod config;
 
@@ -108,4 +109,5 @@ pub use registry::{BRIEF_READ_BYTES, BriefTest, Hints, ToolDef, ToolSpec};
 pub use result::{
     CallOutcome, CallResult, Cause, Content, DispatchResult, ProtocolError, Reply, ResourceBody,
 };
+pub use structured::OutputKind;
 pub use surface::{Failure, Issue, Stage, Surface, offered_specs};

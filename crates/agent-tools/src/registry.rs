@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::context::CallContext;
 use crate::result::Reply;
 use crate::schema;
+use crate::structured::{MediaAnswer, OutputKind, TextAnswer};
 
 /// The most bytes a read may take to count as brief
 /// ([`ToolDef::brief_when`]): read and decoded in about a millisecond, well
@@ -91,6 +92,8 @@ pub struct ToolSpec {
     listed: bool,
     connection_bound: bool,
     needs_lsp: bool,
+    output: OutputKind,
+    output_schema: Arc<Map<String, Value>>,
 }
 
 impl ToolSpec {
@@ -154,6 +157,19 @@ impl ToolSpec {
     /// only when they are on (`--lsp`).
     pub fn needs_lsp(&self) -> bool {
         self.needs_lsp
+    }
+
+    /// What the tool's structured copy of an answer is made of (see
+    /// [`crate::structured`]).
+    pub fn output(&self) -> OutputKind {
+        self.output
+    }
+
+    /// The JSON Schema (an object schema in the portable subset) of the
+    /// tool's structured copy, advertised as `outputSchema` when structured
+    /// output is on ([`Config::structured_output`](crate::Config::structured_output)).
+    pub fn output_schema(&self) -> &Arc<Map<String, Value>> {
+        &self.output_schema
     }
 }
 
@@ -246,11 +262,32 @@ impl<S: 'static> ToolDef<S> {
                 listed: true,
                 connection_bound: false,
                 needs_lsp: false,
+                output: OutputKind::Text,
+                output_schema: text_output_schema(),
             },
             validation_schema: Arc::new(generated),
             handler: Arc::new(handler),
             brief_test: None,
         }
+    }
+
+    /// Declares that the tool's answer is one text item holding a JSON
+    /// object of type `T`: its structured copy is that object (without its
+    /// `null` fields, which the portable schema cannot name), and its
+    /// output schema is generated from `T`.
+    pub fn answering_json<T: JsonSchema>(mut self) -> ToolDef<S> {
+        self.spec.output = OutputKind::Json;
+        self.spec.output_schema = Arc::new(schema::portable(&schema_of::<T>()));
+        self
+    }
+
+    /// Declares that the tool may answer images, sounds or binary
+    /// resources: its structured copy describes them beside the text
+    /// ([`MediaAnswer`]).
+    pub fn answering_media(mut self) -> ToolDef<S> {
+        self.spec.output = OutputKind::Media;
+        self.spec.output_schema = Arc::new(schema::portable(&schema_of::<MediaAnswer>()));
+        self
     }
 
     /// Offers the tool only when language servers are on.
@@ -387,9 +424,16 @@ impl<S: 'static> ToolDef<S> {
     }
 }
 
+/// The output schema of a tool that answers text, made once and shared.
+fn text_output_schema() -> Arc<Map<String, Value>> {
+    static SCHEMA: std::sync::LazyLock<Arc<Map<String, Value>>> =
+        std::sync::LazyLock::new(|| Arc::new(schema::portable(&schema_of::<TextAnswer>())));
+    SCHEMA.clone()
+}
+
 /// The schema of `A`, with every sub-schema inlined (some MCP clients do not
 /// follow `$ref`) and without the `$schema`/`title` keys models do not need.
-fn schema_of<A: JsonSchema>() -> Map<String, Value> {
+pub(crate) fn schema_of<A: JsonSchema>() -> Map<String, Value> {
     let settings = SchemaSettings::draft2020_12().with(|settings| {
         settings.inline_subschemas = true;
     });

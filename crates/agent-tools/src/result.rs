@@ -120,6 +120,10 @@ pub struct CallResult {
     /// a cancellation (a failure a tool reports in its content, such as a
     /// non-zero exit, has none).
     pub cause: Option<Cause>,
+    /// The structured copy of a successful answer (MCP's
+    /// `structuredContent`), when structured output is on and the copy
+    /// fits (see [`crate::structured`]); never on an error.
+    pub structured: Option<serde_json::Value>,
 }
 
 /// A failure answered as a JSON-RPC error instead of a result, where a
@@ -150,6 +154,7 @@ impl CallOutcome {
             content: reply.content,
             is_error: reply.is_error,
             cause: None,
+            structured: None,
         })
     }
 
@@ -159,6 +164,7 @@ impl CallOutcome {
             content: vec![Content::Text(text)],
             is_error: true,
             cause: Some(cause),
+            structured: None,
         })
     }
 
@@ -282,6 +288,7 @@ mod tests {
             content,
             is_error: false,
             cause: None,
+            structured: None,
         })
     }
 

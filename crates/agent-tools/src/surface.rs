@@ -119,6 +119,15 @@ pub trait Surface: Send + Sync + 'static {
         false
     }
 
+    /// Whether the surface offers structured output (an output schema per
+    /// tool and a structured copy of each answer) when the configuration
+    /// asks for it ([`Config::structured_output`](crate::Config::structured_output)).
+    /// A surface that mirrors another program's tools has none unless
+    /// those tools have one; opening it with structured output on fails.
+    fn offers_structured_output(&self) -> bool {
+        false
+    }
+
     /// Replaces the allowed directories with those a client announced (MCP
     /// roots), for a surface that serves several and was started without
     /// any. The default keeps what the surface has.

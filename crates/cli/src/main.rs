@@ -34,6 +34,12 @@ enum Command {
         workspace: WorkspaceArgs,
         #[command(flatten)]
         http: HttpArgs,
+        /// Give every successful answer a structured copy
+        /// (`structuredContent`) and every tool an `outputSchema`. Off by
+        /// default: Claude Code, codex and VS Code then show the model only
+        /// the structured copy, a JSON-escaped form of the text.
+        #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
+        structured_output: Switch,
     },
     /// Run one tool call and print its text; exit 1 when it is an error.
     Call {
@@ -190,6 +196,15 @@ struct WorkspaceArgs {
     lsp_diagnostics: LspDiagnostics,
 }
 
+/// An option that is on or off.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
 /// What `--lsp-diagnostics` takes.
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum LspDiagnostics {
@@ -300,6 +315,12 @@ impl WorkspaceArgs {
     /// Opens the tools; `serving` says whether this is a long-lived server
     /// (which builds the workspace index unless `--no-index`).
     fn open(&self, serving: bool) -> anyhow::Result<AgentTools> {
+        self.open_with(serving, false)
+    }
+
+    /// [`Self::open`], with answers carrying a structured copy when
+    /// `structured_output`.
+    fn open_with(&self, serving: bool, structured_output: bool) -> anyhow::Result<AgentTools> {
         // An unknown surface is refused before anything else is looked at.
         let surface = agent_tools_cli::surface(&self.surface)?;
         // `/proc/self/exe` names this very binary in the child too, even if
@@ -381,6 +402,7 @@ impl WorkspaceArgs {
         let config = config
             .bash_launcher(launcher)
             .read_only(self.read_only)
+            .structured_output(structured_output)
             .max_output_bytes(self.max_output_bytes)
             .max_file_bytes(self.max_file_bytes)
             .bash_timeout_max_ms(self.bash_timeout_max_ms)
@@ -544,7 +566,11 @@ fn print_result(result: agent_tools::DispatchResult) -> anyhow::Result<ExitCode>
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Mcp { workspace, http } => {
+        Command::Mcp {
+            workspace,
+            http,
+            structured_output,
+        } => {
             let listen = match http.listen {
                 Some(listen) => {
                     // Client roots name the client's folders, not ours.
@@ -564,7 +590,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 None => None,
             };
-            let tools = workspace.open(true)?;
+            let tools = workspace.open_with(true, structured_output == Switch::On)?;
             let sandbox_tmp = tools
                 .config()
                 .sandbox()

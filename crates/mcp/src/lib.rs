@@ -68,6 +68,9 @@ pub struct ToolInfo {
     pub input_schema: Arc<Map<String, Value>>,
     /// Its annotations.
     pub hints: Hints,
+    /// The JSON Schema of its structured output (an object schema), when
+    /// its answers carry one (`structuredContent`).
+    pub output_schema: Option<Arc<Map<String, Value>>>,
 }
 
 /// A set of tools the server can offer and call.
@@ -125,6 +128,12 @@ impl ToolSet for AgentTools {
                 description: Cow::Borrowed(tool.description()),
                 input_schema: tool.input_schema().clone(),
                 hints: tool.hints(),
+                // Declared only when the answers carry the copy: a client
+                // that sees a schema rejects an answer without it.
+                output_schema: self
+                    .config()
+                    .structured_output()
+                    .then(|| tool.output_schema().clone()),
             })
             .collect()
     }
@@ -196,15 +205,15 @@ impl<T: ToolSet> McpServer<T> {
             .into_iter()
             .map(|info| {
                 let hints = info.hints;
-                Tool::new(info.name, info.description, info.input_schema)
-                    .with_title(info.title.clone())
-                    .annotate(
-                        ToolAnnotations::with_title(info.title)
-                            .read_only(hints.read_only)
-                            .destructive(hints.destructive)
-                            .idempotent(hints.idempotent)
-                            .open_world(hints.open_world),
-                    )
+                let mut tool = Tool::new(info.name, info.description, info.input_schema);
+                tool.output_schema = info.output_schema;
+                tool.with_title(info.title.clone()).annotate(
+                    ToolAnnotations::with_title(info.title)
+                        .read_only(hints.read_only)
+                        .destructive(hints.destructive)
+                        .idempotent(hints.idempotent)
+                        .open_world(hints.open_world),
+                )
             })
             .collect();
         let session = tools.new_session();
@@ -245,7 +254,10 @@ impl<T: ToolSet> McpServer<T> {
 
 /// A call's outcome on the wire: a `tools/call` result whose items map one
 /// to one (text, image, audio; a resource embedded with its text or its
-/// base64 blob and MIME type), or a JSON-RPC error response.
+/// base64 blob and MIME type) with the structured copy the tool set made
+/// (`structuredContent`, never on an error), or a JSON-RPC error response.
+/// The one place an outcome takes its wire form: every transport and call
+/// path (rmcp's handler, the stdio fast lane, HTTP) goes through it.
 pub fn to_call_tool_response(outcome: CallOutcome) -> Result<CallToolResponse, ErrorData> {
     to_call_tool_result(outcome).map(Into::into)
 }
@@ -258,7 +270,9 @@ pub fn to_call_tool_result(outcome: CallOutcome) -> Result<CallToolResult, Error
             Ok(if result.is_error {
                 CallToolResult::error(content)
             } else {
-                CallToolResult::success(content)
+                let mut success = CallToolResult::success(content);
+                success.structured_content = result.structured;
+                success
             })
         }
         CallOutcome::Protocol(error) => Err(ErrorData::new(
@@ -546,6 +560,7 @@ mod tests {
             ],
             is_error: false,
             cause: None,
+            structured: None,
         });
         let result = to_call_tool_result(outcome).unwrap();
         let wire = serde_json::to_value(&result).unwrap();
@@ -565,6 +580,23 @@ mod tests {
             ])
         );
         assert_eq!(wire["isError"], json!(false));
+    }
+
+    #[test]
+    fn the_structured_copy_goes_out_with_a_success_only() {
+        let outcome = |is_error| {
+            CallOutcome::Result(CallResult {
+                content: vec![Content::text("hi")],
+                is_error,
+                cause: None,
+                structured: Some(json!({"content": "hi"})),
+            })
+        };
+        let wire = serde_json::to_value(to_call_tool_result(outcome(false)).unwrap()).unwrap();
+        assert_eq!(wire["structuredContent"], json!({"content": "hi"}));
+        assert_eq!(wire["content"], json!([{"type": "text", "text": "hi"}]));
+        let wire = serde_json::to_value(to_call_tool_result(outcome(true)).unwrap()).unwrap();
+        assert!(wire.get("structuredContent").is_none(), "{wire}");
     }
 
     #[test]

@@ -37,6 +37,7 @@ use agent_tools::{AgentTools, Config, StartupError};
 use agent_tools::{Failure, Surface};
 use agent_tools::{Hints, ToolDef};
 
+pub mod answers;
 mod args;
 mod bash;
 mod files;
@@ -131,6 +132,10 @@ impl Surface for DefaultSurface {
         all()
     }
 
+    fn offers_structured_output(&self) -> bool {
+        true
+    }
+
     fn new_session(&self) -> agent_tools::Session {
         // The connection's jobs live, and die, with it.
         agent_tools::Session::new(DefaultSession::default())
@@ -166,6 +171,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
                 None => tool,
             }
         })
+        .map(answers::declare)
         .collect()
 }
 

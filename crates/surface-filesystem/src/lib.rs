@@ -142,14 +142,21 @@ impl Surface for FilesystemSurface {
         agent_tools::Session::new(process::FilesystemSession::default())
     }
 
+    fn offers_structured_output(&self) -> bool {
+        // The reference server's tools declare output schemas too.
+        true
+    }
+
     fn tools(&self) -> Vec<ToolDef<Roots>> {
         vec![
             // The reads of named paths below are brief (see ToolDef::brief):
             // bounded by a small size (or the answer's budget over 50
             // paths, or one directory), opened without blocking, no lock
             // waited on.
+            // Answers an image, a sound or a binary file as such.
             ToolDef::typed("read_file", content::READ_FILE, false, content::read_file)
                 .titled("Read file", Hints::READ)
+                .answering_media()
                 // A large file takes more than a few milliseconds to read
                 // and decode: brief only up to a small size.
                 .brief_when(content::read_is_brief),
@@ -274,6 +281,7 @@ impl Surface for FilesystemSurface {
                 content::read_media_file,
             )
             .titled("Read media file", Hints::READ)
+            .answering_media()
             .unlisted(),
             // Edits replace text in place: a second identical call finds
             // the replaced text gone (or changes it again with a regex).

@@ -113,6 +113,10 @@ impl Surface for TestSurface {
         "test tools"
     }
 
+    fn offers_structured_output(&self) -> bool {
+        true
+    }
+
     fn open(&self, config: &Config) -> Result<Root, StartupError> {
         Ok(Root {
             name: config.root().display().to_string(),
@@ -122,7 +126,8 @@ impl Surface for TestSurface {
     fn tools(&self) -> Vec<ToolDef<Root>> {
         vec![
             ToolDef::typed("pictures", "Returns rich content.", false, pictures)
-                .titled("Pictures", Hints::READ),
+                .titled("Pictures", Hints::READ)
+                .answering_media(),
             ToolDef::typed("fail", "Fails.", false, fail).titled("Fail", Hints::READ),
             ToolDef::typed("count", "Counts calls.", false, count).titled("Count", Hints::READ),
             ToolDef::typed("wait", "Waits to be cancelled.", false, wait_for_cancel)
@@ -135,6 +140,17 @@ impl Surface for TestSurface {
                 |_: &Root, _: NoArgs, _| Ok::<_, ToolError>("touched".to_string()),
             )
             .titled("Touch", Hints::EDIT),
+            // Declares a JSON answer and answers text: a defect whose
+            // answer keeps its text and goes without a structured copy.
+            ToolDef::typed(
+                "claims_json",
+                "Says it answers JSON.",
+                false,
+                |_: &Root, _: NoArgs, _| Ok::<_, ToolError>("plain".to_string()),
+            )
+            .titled("Claims JSON", Hints::READ)
+            .answering_json::<TextArgs>()
+            .unlisted(),
             ToolDef::typed("old_count", "An older name of count.", false, count)
                 .titled("Count (old name)", Hints::READ)
                 .unlisted(),
@@ -339,10 +355,54 @@ fn the_output_budget_spans_every_text_item_and_null_means_absent() {
 }
 
 #[test]
+fn structured_copies_follow_each_tools_declaration_and_only_when_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |on| {
+        let config = Config::builder(dir.path())
+            .structured_output(on)
+            .build()
+            .unwrap();
+        AgentTools::with_surface(config, TestSurface).unwrap()
+    };
+    let copy = |tools: &AgentTools, name: &str, args| match tools.dispatch(
+        name,
+        args,
+        &CallContext::default(),
+    ) {
+        CallOutcome::Result(result) => result.structured,
+        other => panic!("{other:?}"),
+    };
+    let off = open(false);
+    assert_eq!(copy(&off, "texts", json!({"size": 2})), None);
+    let on = open(true);
+    assert_eq!(
+        copy(&on, "texts", json!({"size": 2})),
+        Some(json!({"content": "xx\nxx"}))
+    );
+    assert_eq!(
+        copy(&on, "pictures", json!({})),
+        Some(
+            json!({"content": format!("from {}", dir.path().display()), "media": [
+                {"type": "image", "mimeType": "image/png", "bytes": 4},
+                {"type": "resource", "mimeType": "application/octet-stream",
+                 "uri": "file:///x.bin", "bytes": 3},
+            ]})
+        )
+    );
+    assert_eq!(copy(&on, "claims_json", json!({})), None);
+    assert_eq!(on.call("claims_json", json!({})).text, "plain");
+    // An error result: no copy.
+    assert_eq!(copy(&on, "fail", json!({"code": "io"})), None);
+    assert!(on.call("fail", json!({"code": "io"})).is_error);
+}
+
+#[test]
 fn advertised_schemas_are_portable_and_validation_unchanged() {
     for tool in TestSurface.tools() {
         let problems = agent_tools::schema::portability_problems(tool.spec().input_schema());
         assert!(problems.is_empty(), "{}: {problems:?}", tool.name());
+        let problems = agent_tools::schema::portability_problems(tool.spec().output_schema());
+        assert!(problems.is_empty(), "{} output: {problems:?}", tool.name());
     }
     let texts = TestSurface
         .tools()

@@ -16,4 +16,5 @@ mod mcp_lsp;
 mod mcp_mutating;
 mod mcp_sandbox;
 mod mcp_stdio;
+mod structured;
 mod surfaces;

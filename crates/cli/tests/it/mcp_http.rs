@@ -504,6 +504,82 @@ fn http_python_sdk_lists_and_calls_every_surface_in_both_eras() {
     }
 }
 
+/// Over HTTP the structured copy and the text are those stdio answers.
+#[test]
+fn http_answers_the_structured_copy_stdio_answers() {
+    let (_outer, root) = crate::structured::workspace();
+    let server = start(&root, &["--structured-output", "on"]);
+    let over_http = call_new(&server, "tok-a", "read_file", json!({"path": "a.txt"}));
+    let mut stdio =
+        crate::mcp_client::McpClient::start_guarded(&root, &["--structured-output", "on"]);
+    let over_stdio = stdio.request(
+        "tools/call",
+        json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+    );
+    let (http, stdio) = (&over_http, &over_stdio["result"]);
+    assert!(http["structuredContent"].is_object(), "{over_http}");
+    assert_eq!(http["structuredContent"], stdio["structuredContent"]);
+    assert_eq!(http["content"], stdio["content"]);
+}
+
+/// With `--structured-output on`, the Python SDK (which checks every
+/// answer's `structuredContent` against the tool's `outputSchema`) takes
+/// the answer of every tool of the default and filesystem surfaces.
+#[test]
+fn http_python_sdk_takes_every_structured_answer() {
+    let Ok(python) = std::env::var(SDK_PYTHON) else {
+        eprintln!(
+            "SKIPPED http_python_sdk_takes_every_structured_answer: \
+             {SDK_PYTHON} is unset (no Python with the MCP SDK named)"
+        );
+        return;
+    };
+    use crate::structured;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_structured.py");
+    for surface in ["agent-tools", "filesystem"] {
+        let (_outer, root) = structured::workspace();
+        let journal = tempfile::tempdir().unwrap();
+        let journal_dir = journal.path().display().to_string();
+        let mut extra = vec!["--surface", surface, "--structured-output", "on"];
+        let calls = if surface == "agent-tools" {
+            extra.extend(["--journal", "--journal-dir", &journal_dir]);
+            structured::default_calls()
+        } else {
+            let mut calls = structured::filesystem_calls(&root);
+            calls.extend(
+                structured::process_calls(0)
+                    .into_iter()
+                    .map(|(tool, mut args)| {
+                        args["pid"] = json!("$PID");
+                        (tool, args)
+                    }),
+            );
+            calls
+        };
+        let server = start(&root, &extra);
+        let calls: Vec<Value> = calls
+            .into_iter()
+            .map(|(tool, args)| json!([tool, args]))
+            .collect();
+        let output = Command::new(&python)
+            .arg(&script)
+            .args([
+                &server.url,
+                "tok-a",
+                &Value::Array(calls.clone()).to_string(),
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{surface}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(stdout.lines().count(), calls.len(), "{surface}: {stdout}");
+    }
+}
+
 #[test]
 fn stdio_2026_07_28_client_without_initialize_lists_calls_and_keeps_read_state() {
     use std::io::BufRead;

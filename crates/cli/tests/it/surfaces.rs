@@ -68,6 +68,14 @@ fn every_schema_of_every_surface_is_portable() {
                 choice.name(),
                 tool.name()
             );
+            // The schema of the structured copy, listed when it is on.
+            let problems = agent_tools::schema::portability_problems(tool.output_schema());
+            assert!(
+                problems.is_empty(),
+                "{}/{} output: {problems:#?}",
+                choice.name(),
+                tool.name()
+            );
             assert!(!tool.title().is_empty() && tool.title() != tool.name());
             assert!(!tool.description().is_empty());
         }
