@@ -90,7 +90,8 @@ const JOB_WRITE: &str = "Type into a job started with tty=true: input is sent as
 the Enter key to submit a line), then keys, each a name: Enter, Tab, Escape, Backspace, Space, Up, Down, \
 Left, Right, Home, End, PageUp, PageDown, Delete, F1..F12, C-a..C-z (C-c interrupts, C-d ends input), \
 C-\\. A job without a terminal takes only C-c, C-\\ and C-z, sent as signals. At most 65536 bytes per \
-write. Then waits like job_read (wait_ms default 500) and returns the new output.";
+write. cols and rows give the terminal a new size first (the program gets SIGWINCH); either alone keeps \
+the other. Then waits like job_read (wait_ms default 500) and returns the new output.";
 
 const JOB_KILL: &str = "Stop a job. TERM (the default) stops its whole process tree, children that left \
 its group included: TERM first, KILL 2 s later. INT, HUP, QUIT or KILL are sent once to its process group \
@@ -207,6 +208,14 @@ pub(crate) struct JobWriteArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = 1000))]
     wait_for: Option<String>,
+    /// New terminal width (20 to 400; tty jobs only), set before typing.
+    #[serde(default)]
+    #[schemars(range(min = 20, max = 400))]
+    cols: Option<u16>,
+    /// New terminal height (5 to 200; tty jobs only), set before typing.
+    #[serde(default)]
+    #[schemars(range(min = 5, max = 200))]
+    rows: Option<u16>,
 }
 
 /// A signal `job_kill` sends.
@@ -403,11 +412,25 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
     let wait = wait(args.wait_ms, WRITE_WAIT_MS, args.wait_for.as_deref())?;
     let input = args.input.unwrap_or_default();
     let keys = args.keys.unwrap_or_default();
-    if input.is_empty() && keys.is_empty() {
-        return Err(ToolError::invalid_input("give input, keys or both"));
+    let resize = args.cols.is_some() || args.rows.is_some();
+    if input.is_empty() && keys.is_empty() && !resize {
+        return Err(ToolError::invalid_input(
+            "give input, keys, a new size (cols, rows) or several of them",
+        ));
     }
-    job.write(input.as_bytes(), &keys)
-        .map_err(ToolError::from)?;
+    if resize {
+        // A dimension not given stays as it is; a job without a terminal
+        // has none and is refused by the resize.
+        let (rows, cols) = job
+            .screen()
+            .map_or((DEFAULT_ROWS, DEFAULT_COLS), |screen| screen.size);
+        job.resize(args.rows.unwrap_or(rows), args.cols.unwrap_or(cols))
+            .map_err(ToolError::from)?;
+    }
+    if !input.is_empty() || !keys.is_empty() {
+        job.write(input.as_bytes(), &keys)
+            .map_err(ToolError::from)?;
+    }
     let read = job.read(
         ReadFrom::Cursor,
         output_budget(services, false),
@@ -502,6 +525,8 @@ fn screen_of(job: &Job, budget: usize) -> Value {
                 "text": text,
                 "alternate_screen": screen.alternate,
                 "cursor": [screen.cursor.0, screen.cursor.1],
+                "rows": screen.size.0,
+                "cols": screen.size.1,
             })
         }
     }

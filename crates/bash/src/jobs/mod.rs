@@ -106,6 +106,16 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_ROWS: u16 = 40;
 /// Terminal width of a job that asks for none.
 pub const DEFAULT_COLS: u16 = 120;
+/// The fewest rows a terminal gets, whatever was asked.
+pub const MIN_ROWS: u16 = 2;
+/// The fewest columns a terminal gets, whatever was asked.
+pub const MIN_COLS: u16 = 10;
+
+/// The size a terminal gets when `rows`×`cols` is asked: a terminal too
+/// small to hold a prompt would only confuse the programs in it.
+fn terminal_size(rows: u16, cols: u16) -> (u16, u16) {
+    (rows.max(MIN_ROWS), cols.max(MIN_COLS))
+}
 /// Scrollback rows the screen of a terminal job keeps: none, since only
 /// the visible screen is ever shown (the log has the rest).
 const SCROLLBACK_ROWS: usize = 0;
@@ -277,6 +287,17 @@ pub enum JobError {
         /// Bytes asked.
         len: usize,
     },
+    /// A size for a job without a terminal.
+    #[error("job {0} has no terminal, so it has no size to set; start it with a terminal")]
+    NoTerminal(u64),
+    /// The terminal refused the new size.
+    #[error("the terminal of job {id} took no new size: {reason}")]
+    Resize {
+        /// The job.
+        id: u64,
+        /// What the system said.
+        reason: String,
+    },
     /// The job could not be started.
     #[error("{0}")]
     Start(ToolError),
@@ -288,11 +309,13 @@ impl From<JobError> for ToolError {
             JobError::UnknownJob(_) | JobError::UnknownBackground(_) => ErrorCode::NotFound,
             JobError::WriteTooLarge { .. } => ErrorCode::TooLarge,
             JobError::WriteStalled { .. } => ErrorCode::Timeout,
+            JobError::Resize { .. } => ErrorCode::IoError,
             JobError::Start(inner) => return inner.clone(),
             JobError::TooManyRunning { .. }
             | JobError::TooManyTerminals { .. }
             | JobError::Exited(_)
             | JobError::NoStdin(_)
+            | JobError::NoTerminal(_)
             | JobError::UnknownKey { .. } => ErrorCode::InvalidInput,
         };
         ToolError::new(code, err.to_string())
@@ -417,6 +440,8 @@ pub struct JobRead {
 pub struct Screen {
     /// The visible rows, as text.
     pub text: String,
+    /// The terminal's size: rows and columns.
+    pub size: (u16, u16),
     /// Whether a full-screen program switched to the alternate screen.
     pub alternate: bool,
     /// The cursor's row and column.
@@ -830,7 +855,7 @@ impl Job {
                 None
             }
             JobMode::Terminal { rows, cols } => {
-                let (rows, cols) = (rows.max(2), cols.max(10));
+                let (rows, cols) = terminal_size(rows, cols);
                 let size = Winsize {
                     ws_row: rows,
                     ws_col: cols,
@@ -1259,6 +1284,44 @@ impl Job {
         Ok(written)
     }
 
+    /// Gives a terminal job's terminal a new size (at least
+    /// [`MIN_ROWS`]×[`MIN_COLS`]): the kernel sends `SIGWINCH` to the
+    /// terminal's foreground process group, and the screen is redrawn at
+    /// that size from then on.
+    pub fn resize(&self, rows: u16, cols: u16) -> Result<(), JobError> {
+        if !self.mode.is_terminal() {
+            return Err(JobError::NoTerminal(self.id));
+        }
+        let (rows, cols) = terminal_size(rows, cols);
+        let writer = self
+            .shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(master) = writer.as_ref() else {
+            return Err(JobError::Exited(self.id));
+        };
+        let size = rustix::termios::Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(master, size).map_err(|err| JobError::Resize {
+            id: self.id,
+            reason: err.to_string(),
+        })?;
+        // The screen follows while the writer lock is held, so two resizes
+        // cannot leave the terminal and the screen at different sizes.
+        if let Some(screen) = &mut self.state().screen {
+            screen.set_size(
+                std::num::NonZeroU16::new(rows).unwrap_or(std::num::NonZeroU16::MIN),
+                std::num::NonZeroU16::new(cols).unwrap_or(std::num::NonZeroU16::MIN),
+            );
+        }
+        Ok(())
+    }
+
     /// Sends `signal` once to the job's process group.
     pub fn send(&self, signal: Signal) {
         let reaped = self.state().exited_at.is_some();
@@ -1319,8 +1382,10 @@ impl Job {
     pub fn screen(&self) -> Option<Screen> {
         let state = self.state();
         let screen = state.screen.as_ref()?.screen();
+        let (rows, cols) = screen.size();
         Some(Screen {
             text: screen.contents(),
+            size: (rows.get(), cols.get()),
             alternate: screen.alternate_screen(),
             cursor: screen.cursor_position(),
         })
@@ -1531,6 +1596,47 @@ mod tests {
         );
         assert!(!screen.alternate);
         assert_eq!(job.write(b"x", &[]), Err(JobError::Exited(job.id())));
+    }
+
+    #[test]
+    fn a_terminal_takes_its_size_at_the_start_and_a_new_one_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "stty size; read x; stty size; sleep 30"),
+                JobMode::Terminal { rows: 12, cols: 50 },
+            ))
+            .unwrap();
+        let first = read_all(
+            &job,
+            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("12 50").unwrap())),
+        );
+        assert_eq!(first.matched, Some(true), "{first:?}");
+        job.resize(30, 100).unwrap();
+        // Without a launcher the terminal is no one's controlling terminal,
+        // so no SIGWINCH comes (the server's tests see it): the size is
+        // asked for again after a line.
+        job.write(b"", &["Enter".to_owned()]).unwrap();
+        let second = read_all(
+            &job,
+            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("30 100").unwrap())),
+        );
+        assert_eq!(second.matched, Some(true), "{second:?}");
+        assert_eq!(job.screen().unwrap().size, (30, 100));
+        // Too small a size is raised to the least.
+        job.resize(0, 1).unwrap();
+        assert_eq!(job.screen().unwrap().size, (MIN_ROWS, MIN_COLS));
+        job.kill(Signal::SIGTERM);
+        assert_eq!(job.resize(30, 100), Err(JobError::Exited(job.id())));
+        let pipes = table
+            .start(JobSpec::new(request(&dir, "sleep 30"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(pipes.resize(30, 100), Err(JobError::NoTerminal(pipes.id())));
+        assert_eq!(
+            ToolError::from(JobError::NoTerminal(1)).code(),
+            ErrorCode::InvalidInput
+        );
     }
 
     #[test]

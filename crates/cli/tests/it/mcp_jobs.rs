@@ -514,3 +514,73 @@ fn the_leave_flag_lets_background_children_outlive_the_connection() {
     assert!(alive(plain.0), "left, yet killed with the connection");
     assert!(alive(escaped.0), "left, yet killed with the connection");
 }
+
+#[test]
+fn a_terminal_job_gets_its_size_and_a_new_one_with_sigwinch() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    // The program prints the terminal's size at its start and each time
+    // SIGWINCH comes (Python runs its handler at once; a shell's trap waits
+    // for the command in hand).
+    let program = "import os, signal\n\
+                   def show(*_):\n    cols, rows = os.get_terminal_size()\n    print(rows, cols, flush=True)\n\
+                   signal.signal(signal.SIGWINCH, show)\nshow()\nwhile True:\n    signal.pause()\n";
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({
+            "command": format!("python3 -c '{program}'"),
+            "tty": true,
+            "cols": 50,
+            "rows": 12,
+            "wait_for": "12 50",
+            "wait_ms": 10000
+        }),
+    );
+    assert_eq!(started["matched"], true, "{started}");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let resized = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "cols": 100, "rows": 30, "wait_for": "30 100", "wait_ms": 10000}),
+    );
+    assert_eq!(resized["matched"], true, "{resized}");
+    // One dimension alone keeps the other.
+    let narrower = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "cols": 60, "wait_for": "30 60", "wait_ms": 10000}),
+    );
+    assert_eq!(narrower["matched"], true, "{narrower}");
+    let screen = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": id, "screen": true}),
+    );
+    assert_eq!(screen["screen"]["rows"], 30, "{screen}");
+    assert_eq!(screen["screen"]["cols"], 60, "{screen}");
+    // `stty size` asks the terminal; the new size comes before the typing.
+    let stty = call(
+        &mut client,
+        "job_start",
+        json!({"command": "stty size; read x; stty size", "tty": true, "cols": 50, "rows": 12, "wait_for": "12 50", "wait_ms": 10000}),
+    );
+    assert_eq!(stty["matched"], true, "{stty}");
+    let asked = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": stty["job_id"], "cols": 100, "rows": 30, "keys": ["Enter"], "wait_for": "30 100", "wait_ms": 10000}),
+    );
+    assert_eq!(asked["matched"], true, "{asked}");
+    let (is_error, text) = client.call("job_write", json!({"job_id": id, "cols": 5}));
+    assert!(is_error && text.contains("cols"), "{text}");
+    let (is_error, text) = client.call("job_write", json!({"job_id": id}));
+    assert!(is_error && text.contains("a new size"), "{text}");
+    let pipes = call(
+        &mut client,
+        "job_start",
+        json!({"command": "sleep 30", "wait_ms": 0}),
+    );
+    let (is_error, text) = client.call("job_write", json!({"job_id": pipes["job_id"], "rows": 20}));
+    assert!(is_error && text.contains("has no terminal"), "{text}");
+}
