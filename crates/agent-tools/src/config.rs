@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use agent_tools_bash::{Launcher, RunRequest};
+use agent_tools_bash::jobs::JobTable;
+use agent_tools_bash::{Launcher, RunError, RunOutcome, RunRequest};
 use agent_tools_confine::Confinement;
 use agent_tools_fs::{IndexSettings, Limits};
 use agent_tools_lsp::{ServerConfigError, ServerSpec};
@@ -138,6 +140,7 @@ pub struct ConfigBuilder {
     read_only: bool,
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
+    leave_background_children: bool,
     index: Option<IndexSettings>,
     sandbox: CommandSandbox,
     journal: Option<JournalOptions>,
@@ -367,6 +370,7 @@ pub struct Config {
     read_only: bool,
     confinement: Confinement,
     bash_launcher: Option<Launcher>,
+    leave_background_children: bool,
     index: Option<IndexSettings>,
     sandbox: Option<ActiveSandbox>,
     journal: Option<ActiveJournal>,
@@ -397,6 +401,7 @@ impl ConfigBuilder {
             read_only: false,
             confinement: Confinement::Confined,
             bash_launcher: None,
+            leave_background_children: false,
             index: None,
             sandbox: CommandSandbox::Off,
             journal: None,
@@ -483,6 +488,16 @@ impl ConfigBuilder {
     /// shell is started directly.
     pub fn bash_launcher(mut self, launcher: Launcher) -> Self {
         self.bash_launcher = Some(launcher);
+        self
+    }
+
+    /// Leave what a command starts in the background (`cmd &`) running on
+    /// its own after the call, as a shell would, instead of making it part
+    /// of the connection (off by default: it dies with the connection and
+    /// with the server, and job listings show it). See
+    /// [`Config::run_command`].
+    pub fn leave_background_children(mut self, leave: bool) -> Self {
+        self.leave_background_children = leave;
         self
     }
 
@@ -597,6 +612,7 @@ impl ConfigBuilder {
             read_only: self.read_only,
             confinement: self.confinement,
             bash_launcher: self.bash_launcher,
+            leave_background_children: self.leave_background_children,
             index: self.index,
             sandbox,
             lsp: self.lsp,
@@ -755,6 +771,31 @@ impl Config {
     /// The program `bash` commands are started through, if any.
     pub fn bash_launcher(&self) -> Option<&Launcher> {
         self.bash_launcher.as_ref()
+    }
+
+    /// Whether background children of commands are left to themselves
+    /// (see [`ConfigBuilder::leave_background_children`]).
+    pub fn leave_background_children(&self) -> bool {
+        self.leave_background_children
+    }
+
+    /// Runs a command tool's `request` (made with
+    /// [`confine_command`](Self::confine_command)): through the
+    /// connection's `jobs` when there are some, so that what the command
+    /// leaves running in the background stays under its launcher as a job
+    /// of the connection ([`JobTable::run`]), unless this configuration
+    /// leaves such children to themselves; else as a plain run, whose
+    /// background children live on after the launcher.
+    pub fn run_command(
+        &self,
+        request: &RunRequest,
+        jobs: Option<&JobTable>,
+        cancel: &AtomicBool,
+    ) -> Result<RunOutcome, RunError> {
+        match jobs {
+            Some(jobs) if !self.leave_background_children => jobs.run(request, cancel),
+            _ => agent_tools_bash::run(request, cancel),
+        }
     }
 
     /// The workspace index settings, when it is on.

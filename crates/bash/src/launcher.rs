@@ -39,7 +39,15 @@
 //!    (a background command) it waits on until every descendant has ended
 //!    too, so that stopping the command later still reaches the ones that
 //!    left its process group: it has descendants exactly as long as it has
-//!    children, since orphans are handed to it.
+//!    children, since orphans are handed to it. With
+//!    [`REPORT_SHELL_EXIT_ARG`] as well (a plain command whose background
+//!    children belong to the caller's connection), it lets go of its own
+//!    copies of the output pipes and, when the shell ends while children
+//!    are left, tells the caller how the shell ended on its standard input
+//!    (a pipe the caller reads; the shell gets `/dev/null` instead), so the
+//!    caller's call ends with the shell while the launcher stays with the
+//!    children. With none left it exits as the shell did, reporting
+//!    nothing.
 //! 9. On `SIGTERM`, or `SIGINT` for a plain command (the runner's group kill at a timeout or
 //!    cancellation reaches the launcher too) it `SIGKILL`s every descendant
 //!    that left the process group, which the group kill cannot reach, and
@@ -47,15 +55,17 @@
 //!    those and then the whole group, itself included.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
 
 use nix::errno::Errno;
 use nix::sys::prctl;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, raise, sigprocmask};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpgrp, getpid, getppid, setsid};
+use nix::unistd::{Pid, dup2_stderr, dup2_stdout, getpgrp, getpid, getppid, setsid};
 
 use agent_tools_sandbox::{SandboxError, SandboxPolicy, TMPDIR_VAR};
 
@@ -75,6 +85,13 @@ pub const WAIT_FOR_DESCENDANTS_ARG: &str = "--wait-for-descendants";
 /// hang-up as `SIGHUP`.
 pub const TAKE_TERMINAL_ARG: &str = "--take-terminal";
 
+/// The argument (after [`WAIT_FOR_DESCENDANTS_ARG`], instead of
+/// [`TAKE_TERMINAL_ARG`]) that makes the launcher write how the shell
+/// ended to its standard input, a pipe's write end, as soon as it ends
+/// (one line: `exit CODE` or `signal NUMBER`), while it stays for the
+/// shell's descendants. The shell's own standard input is `/dev/null`.
+pub const REPORT_SHELL_EXIT_ARG: &str = "--report-shell-exit";
+
 /// Exit code when the arguments are wrong.
 pub const EXIT_USAGE: i32 = 125;
 /// Exit code when the caller died before the shell could start, or the
@@ -82,7 +99,8 @@ pub const EXIT_USAGE: i32 = 125;
 pub const EXIT_NOT_STARTED: i32 = 126;
 
 /// Runs the launcher with its arguments (`--parent-pid PID
-/// [--wait-for-descendants] [POLICY...] -- PROGRAM ARGS...`, without the
+/// [--wait-for-descendants [--take-terminal | --report-shell-exit]]
+/// [POLICY...] -- PROGRAM ARGS...`, without the
 /// binary's own name or subcommand) and returns the exit code to end with.
 /// When the shell was killed by a signal, the launcher raises that signal
 /// on itself and does not return.
@@ -106,6 +124,12 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     let wait_for_descendants = args.next_if(|a| a == WAIT_FOR_DESCENDANTS_ARG).is_some();
     let take_terminal = args.next_if(|a| a == TAKE_TERMINAL_ARG).is_some();
+    let report_shell_exit = args.next_if(|a| a == REPORT_SHELL_EXIT_ARG).is_some();
+    if report_shell_exit && (take_terminal || !wait_for_descendants) {
+        // The report goes where a terminal would be; and a launcher that
+        // leaves with the shell has nothing to report early.
+        return usage();
+    }
     let sandbox = match SandboxPolicy::take_args(&mut args) {
         Ok(sandbox) => sandbox,
         Err(err) => {
@@ -150,6 +174,16 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         return EXIT_NOT_STARTED;
     }
     let _ = prctl::set_child_subreaper(true);
+    let mut report = None;
+    if report_shell_exit {
+        match std::io::stdin().as_fd().try_clone_to_owned() {
+            Ok(fd) => report = Some(std::fs::File::from(fd)),
+            Err(err) => {
+                eprintln!("agent-tools launcher: cannot take the report pipe: {err}");
+                return EXIT_NOT_STARTED;
+            }
+        }
+    }
     if take_terminal {
         // Opening a terminal without O_NOCTTY in a session that has none
         // makes it the session's controlling terminal (the standard library
@@ -200,6 +234,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     if let Some(tmp) = sandbox.as_ref().and_then(SandboxPolicy::tmp_dir) {
         child.env(TMPDIR_VAR, tmp);
     }
+    if report.is_some() {
+        // The report pipe is the launcher's alone: a descendant holding it
+        // would keep the caller from seeing the launcher's end.
+        child.stdin(Stdio::null());
+    }
     let shell = match child.spawn() {
         Ok(child) => Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX)),
         Err(err) => {
@@ -211,6 +250,16 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
 
+    if report.is_some() {
+        // The caller's call ends with the shell; it must not wait for the
+        // launcher's copies of the output pipes, which only the shell and
+        // its children write. Nothing is written to them from here on.
+        if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+            let _ = dup2_stdout(&null);
+            let _ = dup2_stderr(&null);
+        }
+    }
+
     let mut shell_status = None;
     loop {
         let reaped = reap(shell);
@@ -218,7 +267,17 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         if let Some(status) = shell_status
             && (!wait_for_descendants || reaped.childless)
         {
+            // With nothing left in the background the report is not
+            // written: the caller reads the launcher's end (the same
+            // status) instead, and has no launcher left to keep.
             return mirror(status);
+        }
+        if let Some(status) = shell_status
+            && let Some(mut pipe) = report.take()
+        {
+            // A caller that is gone or stopped reading loses the report,
+            // nothing else: the launcher goes on with the children.
+            let _ = pipe.write_all(report_line(status).as_bytes());
         }
         let signal = match signalfd.read_signal() {
             Ok(Some(info)) => Signal::try_from(i32::try_from(info.ssi_signo).unwrap_or(0)).ok(),
@@ -278,7 +337,7 @@ fn exec_unblocked(mut args: impl Iterator<Item = OsString>) -> i32 {
 
 fn usage() -> i32 {
     eprintln!(
-        "usage: {PARENT_PID_ARG} PID [{WAIT_FOR_DESCENDANTS_ARG} [{TAKE_TERMINAL_ARG}]] [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]"
+        "usage: {PARENT_PID_ARG} PID [{WAIT_FOR_DESCENDANTS_ARG} [{TAKE_TERMINAL_ARG} | {REPORT_SHELL_EXIT_ARG}]] [--sandbox [SANDBOX OPTIONS...]] -- PROGRAM [ARGS...]"
     );
     EXIT_USAGE
 }
@@ -312,6 +371,30 @@ fn reap(shell: Pid) -> Reaped {
                 }
             }
         }
+    }
+}
+
+/// The report of how the shell ended: `exit CODE` or `signal NUMBER`, one
+/// line ([`parse_report`] reads it).
+fn report_line(status: WaitStatus) -> String {
+    match status {
+        WaitStatus::Signaled(_, signal, _) => format!("signal {}\n", signal as i32),
+        WaitStatus::Exited(_, code) => format!("exit {code}\n"),
+        _ => format!("exit {EXIT_NOT_STARTED}\n"),
+    }
+}
+
+/// How the shell ended, from the launcher's report line (without its
+/// newline); `None` when it is not one.
+pub(crate) fn parse_report(line: &str) -> Option<ExitStatus> {
+    let (kind, number) = line.trim_end().split_once(' ')?;
+    let number: i32 = number.parse().ok()?;
+    match kind {
+        // The raw wait status: the code in the second byte, or the signal
+        // in the low seven bits.
+        "exit" if (0..=255).contains(&number) => Some(ExitStatus::from_raw(number << 8)),
+        "signal" if (1..=127).contains(&number) => Some(ExitStatus::from_raw(number)),
+        _ => None,
     }
 }
 

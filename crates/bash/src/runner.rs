@@ -83,6 +83,11 @@ pub(crate) enum Supervision {
     /// standard input (a pseudo-terminal's slave) as its controlling
     /// terminal: a job in a terminal.
     InTerminalUntilAllEnd,
+    /// As [`UntilAllEnd`](Self::UntilAllEnd), and the launcher reports the
+    /// shell's end on its standard input (a pipe) as soon as it comes: a
+    /// plain command whose background children stay under the launcher,
+    /// owned by the caller's connection.
+    ReportingShellUntilAllEnd,
 }
 
 /// The process that starts `req`'s program: the launcher (with the parent's
@@ -109,6 +114,9 @@ pub(crate) fn launch_command(req: &RunRequest, supervision: Supervision) -> Tool
             }
             if supervision == Supervision::InTerminalUntilAllEnd {
                 command.arg(crate::launcher::TAKE_TERMINAL_ARG);
+            }
+            if supervision == Supervision::ReportingShellUntilAllEnd {
+                command.arg(crate::launcher::REPORT_SHELL_EXIT_ARG);
             }
             if let Some(policy) = req.sandbox() {
                 command.args(policy.to_args());
@@ -174,22 +182,74 @@ pub(crate) fn signal_group(
 /// that cannot be started or a spill file that cannot be written with
 /// `io_error`.
 pub fn run(req: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError> {
+    run_supervised(req, cancel, false).0
+}
+
+/// What is left of a plain command whose shell has ended while processes
+/// it started in the background still run: the launcher, which stays with
+/// them until the last has ended, and the read ends of the output pipes
+/// when some of them still hold the write ends.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) launcher: Child,
+    pub(crate) stdout: Option<ChildStdout>,
+    pub(crate) stderr: Option<ChildStderr>,
+}
+
+/// Runs `req` as [`run`] does. With `hold` and a launcher, the launcher
+/// stays with the processes the command leaves running in the background
+/// (see [`Supervision::ReportingShellUntilAllEnd`]) and, when it is still
+/// there as the call ends, comes back as [`Held`] for the caller to own:
+/// its kill stops them all, and so does the caller's death.
+pub(crate) fn run_supervised(
+    req: &RunRequest,
+    cancel: &AtomicBool,
+    hold: bool,
+) -> (Result<RunOutcome, RunError>, Option<Held>) {
+    match run_inner(req, cancel, hold && req.launcher().is_some()) {
+        Ok((result, held)) => (result, held),
+        Err(err) => (Err(err.into()), None),
+    }
+}
+
+fn run_inner(
+    req: &RunRequest,
+    cancel: &AtomicBool,
+    hold: bool,
+) -> ToolResult<(Result<RunOutcome, RunError>, Option<Held>)> {
     check_cwd(req)?;
     let (exit_reader, exit_writer) = io::pipe().map_err(|err| {
         ToolError::new(ErrorCode::IoError, format!("cannot create a pipe: {err}"))
     })?;
     let (program, args) = req.program_and_args();
-    let mut command = launch_command(req, Supervision::UntilShellEnds)?;
-    let mut child = command
+    let supervision = if hold {
+        Supervision::ReportingShellUntilAllEnd
+    } else {
+        Supervision::UntilShellEnds
+    };
+    let mut command = launch_command(req, supervision)?;
+    command
         .args(args)
         .current_dir(req.cwd())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| {
-            ToolError::new(ErrorCode::IoError, format!("cannot start {program}: {err}"))
-        })?;
+        .stderr(Stdio::piped());
+    // Holding, the launcher's stdin is the pipe its report comes on (and
+    // the shell's is /dev/null, which the launcher sees to); else the exit
+    // pipe's write end goes to the reaper thread, closed once it reaped.
+    let reaper_end = if hold {
+        command.stdin(Stdio::from(exit_writer));
+        None
+    } else {
+        command.stdin(Stdio::null());
+        Some(exit_writer)
+    };
+    let spawned = command.spawn();
+    // The command keeps this process's copy of the report pipe's write
+    // end: without dropping it, the launcher's end would never be seen.
+    drop(command);
+    let mut child = spawned.map_err(|err| {
+        ToolError::new(ErrorCode::IoError, format!("cannot start {program}: {err}"))
+    })?;
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -205,7 +265,13 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError
     {
         nonblocking &= fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_ok();
     }
-    let exits = spawn_waiter(child, exit_writer, pgid)?;
+    let end = match reaper_end {
+        Some(exit_writer) => ShellEnd::Reaper(spawn_waiter(child, exit_writer, pgid)?),
+        None => ShellEnd::Report {
+            launcher: child,
+            line: Vec::new(),
+        },
+    };
     let mut pump = Pump {
         req,
         pgid,
@@ -218,21 +284,62 @@ pub fn run(req: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError
         stdout,
         stderr,
         exit_reader: Some(exit_reader),
-        exits,
+        end,
         status: None,
         exited: false,
         kill: None,
         reads_per_wake: if nonblocking { MAX_READS_PER_WAKE } else { 1 },
     };
-    match pump.run(cancel) {
-        Ok(()) => pump.finish(),
-        Err(err) => {
-            // A spill file could not be written: stop everything.
-            let _ = signal_group(pgid, Some(Signal::SIGKILL), pump.exited);
-            Err(err.into())
-        }
+    let ran = pump.run(cancel);
+    if ran.is_err() {
+        // A spill file could not be written: stop everything.
+        let _ = signal_group(pgid, Some(Signal::SIGKILL), pump.exited);
     }
+    // A launcher still there stays with what the command left running;
+    // one that has ended is reaped here.
+    let stays = match &mut pump.end {
+        ShellEnd::Report { launcher, .. } => matches!(launcher.try_wait(), Ok(None)),
+        _ => false,
+    };
+    let held = match stays {
+        true => match std::mem::replace(&mut pump.end, ShellEnd::Reaped) {
+            ShellEnd::Report { launcher, .. } => Some(Held {
+                launcher,
+                stdout: pump.stdout.take(),
+                stderr: pump.stderr.take(),
+            }),
+            _ => None,
+        },
+        false => None,
+    };
+    let result = match ran {
+        Ok(()) => pump.finish(),
+        Err(err) => Err(err.into()),
+    };
+    Ok((result, held))
 }
+
+/// How the runner learns that the shell has ended.
+#[derive(Debug)]
+enum ShellEnd {
+    /// The reaper thread sends the status of the process it reaped (the
+    /// launcher that exits with the shell, or the shell); the exit pipe
+    /// closes then.
+    Reaper(Receiver<io::Result<ExitStatus>>),
+    /// The launcher, which stays for the shell's background children,
+    /// reports the shell's end on the exit pipe (one line, gathered here).
+    Report {
+        /// The launcher, not reaped yet.
+        launcher: Child,
+        /// The report read so far.
+        line: Vec<u8>,
+    },
+    /// The launcher went to the caller.
+    Reaped,
+}
+
+/// A report line is a few bytes; more means something else is writing.
+const MAX_REPORT_LINE: usize = 64;
 
 fn check_cwd(req: &RunRequest) -> ToolResult<()> {
     let cwd = req.cwd();
@@ -281,7 +388,7 @@ struct Pump<'a> {
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
     exit_reader: Option<PipeReader>,
-    exits: Receiver<io::Result<ExitStatus>>,
+    end: ShellEnd,
     status: Option<ExitStatus>,
     exited: bool,
     kill: Option<Kill>,
@@ -395,10 +502,17 @@ impl Pump<'_> {
             self.read_stream(false, buf, now)?;
         }
         if exit_ready {
-            self.exit_reader = None;
-            self.exited = true;
-            match self.exits.try_recv() {
-                Ok(Ok(status)) => self.status = Some(status),
+            self.shell_ended()?;
+        }
+        Ok(())
+    }
+
+    /// The exit pipe is readable: the reaper is done, or the launcher
+    /// reported (part of) its line or ended.
+    fn shell_ended(&mut self) -> ToolResult<()> {
+        let status = match &mut self.end {
+            ShellEnd::Reaper(exits) => match exits.try_recv() {
+                Ok(Ok(status)) => status,
                 Ok(Err(err)) => {
                     return Err(ToolError::internal(format!(
                         "waiting for the shell failed: {err}"
@@ -409,8 +523,46 @@ impl Pump<'_> {
                         "the reaper thread ended without a status",
                     ));
                 }
+            },
+            ShellEnd::Report { launcher, line } => {
+                let mut chunk = [0u8; MAX_REPORT_LINE];
+                let n = match self.exit_reader.as_mut().map(|r| r.read(&mut chunk)) {
+                    Some(Ok(n)) => n,
+                    Some(Err(err)) if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
+                    // Read as the pipe's end.
+                    Some(Err(_)) | None => 0,
+                };
+                if n == 0 {
+                    // The launcher ended without a report (killed before
+                    // the shell ended): its own status says how.
+                    launcher.wait().map_err(|err| {
+                        ToolError::internal(format!("waiting for the launcher failed: {err}"))
+                    })?
+                } else {
+                    line.extend_from_slice(&chunk[..n]);
+                    let Some(newline) = line.iter().position(|b| *b == b'\n') else {
+                        if line.len() > MAX_REPORT_LINE {
+                            return Err(ToolError::internal(
+                                "the launcher's report of the shell's end is garbled",
+                            ));
+                        }
+                        return Ok(());
+                    };
+                    std::str::from_utf8(&line[..newline])
+                        .ok()
+                        .and_then(crate::launcher::parse_report)
+                        .ok_or_else(|| {
+                            ToolError::internal(
+                                "the launcher's report of the shell's end is garbled",
+                            )
+                        })?
+                }
             }
-        }
+            ShellEnd::Reaped => return Ok(()),
+        };
+        self.exit_reader = None;
+        self.exited = true;
+        self.status = Some(status);
         Ok(())
     }
 

@@ -129,6 +129,13 @@ struct WorkspaceArgs {
     /// The most a command's timeout_ms may ask for.
     #[arg(long, value_name = "N", default_value_t = agent_tools::DEFAULT_BASH_TIMEOUT_MAX_MS)]
     bash_timeout_max_ms: u64,
+    /// Leave what a command starts in the background (`cmd &`) running on
+    /// its own after the call, even past the connection and the server.
+    /// By default it belongs to the connection, like a job: job listings
+    /// show it, and it dies with the connection and with the server. (A
+    /// one-shot `call` has no connection and always leaves it.)
+    #[arg(long)]
+    leave_background_children: bool,
     /// Allow paths outside the root (confinement is on unless this is given).
     #[arg(long)]
     no_confine: bool,
@@ -406,6 +413,7 @@ impl WorkspaceArgs {
             .max_output_bytes(self.max_output_bytes)
             .max_file_bytes(self.max_file_bytes)
             .bash_timeout_max_ms(self.bash_timeout_max_ms)
+            .leave_background_children(self.leave_background_children || !serving)
             .confinement(if self.no_confine {
                 Confinement::Unconfined
             } else {

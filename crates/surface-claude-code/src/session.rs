@@ -93,6 +93,12 @@ impl ClaudeCodeSession {
         self.lock_reads().seen.len()
     }
 
+    /// The connection's job table: `run_in_background` commands, and what
+    /// foreground commands leave running in the background.
+    pub fn jobs(&self) -> &JobTable {
+        &self.jobs
+    }
+
     /// How many background commands are running.
     pub fn background_count(&self) -> usize {
         self.jobs

@@ -13,6 +13,7 @@ use cap_std::fs::OpenOptions;
 
 use crate::args::{BashArgs, KillShellArgs};
 use crate::messages::{self, thrown};
+use crate::session::ClaudeCodeSession;
 use crate::session::MAX_BACKGROUND_JOBS;
 use crate::{OUTPUT_DIR, session_of, shown_abs};
 
@@ -79,6 +80,9 @@ pub(crate) fn bash(services: &Services, args: BashArgs, call: &CallContext) -> T
         "",
         Some(timeout),
         INLINE_BUDGET,
+        call.session
+            .get::<ClaudeCodeSession>()
+            .map(ClaudeCodeSession::jobs),
         call,
     );
     let text_reply = |text: String, is_error: bool| Reply {

@@ -187,6 +187,9 @@ fn shell(services: &Services, args: ShellArgs, call: &CallContext) -> ToolResult
         "workdir must be a directory",
         args.timeout_ms,
         budget,
+        call.session
+            .get::<unified::CodexSession>()
+            .map(unified::CodexSession::jobs),
         call,
     );
     let elapsed = started.elapsed();

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::args::BashArgs;
+use agent_tools_bash::jobs::JobTable;
 use agent_tools_bash::{OutputLimits, RunError, RunOutcome, RunRequest, SpillOpener};
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
@@ -54,10 +55,16 @@ pub enum CommandLine {
 /// errors), through the configured launcher, with the timeout clamped to
 /// the server's maximum, stdout and stderr sharing `inline_budget` bytes
 /// and the rest spilled under [`SPILL_DIR`], cancelled with the call.
+/// What the command leaves running in the background becomes a job of
+/// `jobs`, the connection's table, when given ([`Config::run_command`]).
 ///
 /// The outcome and the error are the runner's: a timeout, a passed output
 /// ceiling and a cancellation each carry the partial output, for the
 /// surface to show in its own shape.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each surface's command tool passes its own values; a struct would only rename them"
+)]
 pub fn run_command(
     services: &Services,
     command: CommandLine,
@@ -65,6 +72,7 @@ pub fn run_command(
     cwd_hint: &str,
     timeout_ms: Option<u64>,
     inline_budget: usize,
+    jobs: Option<&JobTable>,
     call: &CallContext,
 ) -> Result<RunOutcome, RunError> {
     let workspace = services.files.workspace();
@@ -85,7 +93,7 @@ pub fn run_command(
             .with_spill_display_dir(SPILL_DIR)
             .with_spill_opener(confined_spill_opener(workspace, &spill)?),
     );
-    agent_tools_bash::run(&request, call.cancel.flag())
+    config.run_command(&request, jobs, call.cancel.flag())
 }
 
 /// The request a job of the default surface (and of the surfaces built on
@@ -156,6 +164,9 @@ fn run(services: &Services, args: BashArgs, call: &CallContext) -> ToolResult<St
         "cwd must be a directory",
         args.timeout_ms,
         inline_budget,
+        call.session
+            .get::<crate::jobs::DefaultSession>()
+            .map(crate::jobs::DefaultSession::jobs),
         call,
     );
     let spiller = Spiller {

@@ -25,7 +25,8 @@ pub(crate) const STOP_JOB: Hints = Hints {
 };
 use agent_tools_bash::RunRequest;
 use agent_tools_bash::jobs::{
-    DEFAULT_COLS, DEFAULT_ROWS, Job, JobMode, JobRead, JobSpec, JobStatus, JobTable, ReadFrom, Wait,
+    DEFAULT_COLS, DEFAULT_ROWS, Job, JobMode, JobOrigin, JobRead, JobSpec, JobStatus, JobTable,
+    ReadFrom, Wait,
 };
 use agent_tools_error::{ToolError, ToolResult};
 use regex::{Regex, RegexBuilder};
@@ -89,14 +90,18 @@ const JOB_WRITE: &str = "Type into a job started with tty=true: input is sent as
 the Enter key to submit a line), then keys, each a name: Enter, Tab, Escape, Backspace, Space, Up, Down, \
 Left, Right, Home, End, PageUp, PageDown, Delete, F1..F12, C-a..C-z (C-c interrupts, C-d ends input), \
 C-\\. A job without a terminal takes only C-c, C-\\ and C-z, sent as signals. At most 65536 bytes per \
-write. Then waits like job_read (wait_ms default 500) and returns the new output.";
+write. cols and rows give the terminal a new size first (the program gets SIGWINCH); either alone keeps \
+the other. Then waits like job_read (wait_ms default 500) and returns the new output.";
 
 const JOB_KILL: &str = "Stop a job. TERM (the default) stops its whole process tree, children that left \
 its group included: TERM first, KILL 2 s later. INT, HUP, QUIT or KILL are sent once to its process group \
 instead. Returns the job's status and unread output; killing an exited job is not an error.";
 
 const JOB_LIST: &str = "List this connection's jobs, running and exited (the 64 newest exited ones are \
-kept): job_id, status, pid, command, exit_code, signal, runtime_ms, output_bytes, tty.";
+kept): job_id, kind, status, pid, command, exit_code, signal, runtime_ms, output_bytes, tty. kind \
+\"job\" was started with job_start; kind \"background\" (job_id bg_N) is what a bash command left \
+running in the background (`cmd &`): command and exit_code are that bash command's, and it is read \
+and killed like a job. Both end with the connection.";
 
 /// The job tools, with their titles and hints.
 pub(crate) fn job_tools() -> Vec<ToolDef<Services>> {
@@ -157,7 +162,7 @@ pub(crate) struct JobStartArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobReadArgs {
-    /// The job's id (e.g. "job_1").
+    /// The job's id (e.g. "job_1", or "bg_1" for a background one).
     job_id: String,
     /// Byte offset to read from; negative counts from the end. Omitted:
     /// what is new since the last read.
@@ -185,7 +190,7 @@ pub(crate) struct JobReadArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobWriteArgs {
-    /// The job's id (e.g. "job_1").
+    /// The job's id (e.g. "job_1", or "bg_1" for a background one).
     job_id: String,
     /// Text to type, as it is.
     #[serde(default)]
@@ -203,6 +208,14 @@ pub(crate) struct JobWriteArgs {
     #[serde(default)]
     #[schemars(length(min = 1, max = 1000))]
     wait_for: Option<String>,
+    /// New terminal width (20 to 400; tty jobs only), set before typing.
+    #[serde(default)]
+    #[schemars(range(min = 20, max = 400))]
+    cols: Option<u16>,
+    /// New terminal height (5 to 200; tty jobs only), set before typing.
+    #[serde(default)]
+    #[schemars(range(min = 5, max = 200))]
+    rows: Option<u16>,
 }
 
 /// A signal `job_kill` sends.
@@ -229,7 +242,7 @@ pub(crate) enum KillSignal {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct JobKillArgs {
-    /// The job's id (e.g. "job_1").
+    /// The job's id (e.g. "job_1", or "bg_1" for a background one).
     job_id: String,
     /// TERM (default), INT, HUP, QUIT or KILL.
     #[serde(default)]
@@ -249,21 +262,41 @@ fn session(call: &CallContext) -> ToolResult<&DefaultSession> {
 
 /// The connection's job that `raw` names.
 fn job_of(call: &CallContext, raw: &str) -> ToolResult<Arc<Job>> {
-    session(call)?
-        .jobs
-        .get(parse_id(raw)?)
-        .map_err(ToolError::from)
+    let jobs = &session(call)?.jobs;
+    match parse_id(raw)? {
+        (JobOrigin::Started, id) => jobs.get(id),
+        (JobOrigin::Background, id) => jobs.background(id),
+    }
+    .map_err(ToolError::from)
 }
 
-/// `job_3` (or `3`) to 3.
-fn parse_id(raw: &str) -> ToolResult<u64> {
-    raw.trim()
-        .strip_prefix("job_")
-        .unwrap_or(raw.trim())
-        .parse()
-        .map_err(|_| {
-            ToolError::invalid_input(format!("job_id {raw:?} is not a job id like \"job_1\""))
-        })
+/// The prefix of the ids of what `bash` commands left in the background.
+const BACKGROUND_PREFIX: &str = "bg_";
+
+/// `job_3` (or `3`) to a started job's 3; `bg_3` to a background one's.
+fn parse_id(raw: &str) -> ToolResult<(JobOrigin, u64)> {
+    let raw_trimmed = raw.trim();
+    let (origin, number) = match raw_trimmed.strip_prefix(BACKGROUND_PREFIX) {
+        Some(number) => (JobOrigin::Background, number),
+        None => (
+            JobOrigin::Started,
+            raw_trimmed.strip_prefix("job_").unwrap_or(raw_trimmed),
+        ),
+    };
+    number.parse().map(|id| (origin, id)).map_err(|_| {
+        ToolError::invalid_input(format!(
+            "job_id {raw:?} is not a job id like \"job_1\" (or \"bg_1\")"
+        ))
+    })
+}
+
+/// The id a job is shown with: `job_N`, or `bg_N` for what a `bash`
+/// command left in the background.
+fn job_name(job: &Job) -> String {
+    match job.origin() {
+        JobOrigin::Started => format!("job_{}", job.id()),
+        JobOrigin::Background => format!("{BACKGROUND_PREFIX}{}", job.id()),
+    }
 }
 
 fn pattern(raw: Option<&str>) -> ToolResult<Option<Regex>> {
@@ -379,11 +412,25 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
     let wait = wait(args.wait_ms, WRITE_WAIT_MS, args.wait_for.as_deref())?;
     let input = args.input.unwrap_or_default();
     let keys = args.keys.unwrap_or_default();
-    if input.is_empty() && keys.is_empty() {
-        return Err(ToolError::invalid_input("give input, keys or both"));
+    let resize = args.cols.is_some() || args.rows.is_some();
+    if input.is_empty() && keys.is_empty() && !resize {
+        return Err(ToolError::invalid_input(
+            "give input, keys, a new size (cols, rows) or several of them",
+        ));
     }
-    job.write(input.as_bytes(), &keys)
-        .map_err(ToolError::from)?;
+    if resize {
+        // A dimension not given stays as it is; a job without a terminal
+        // has none and is refused by the resize.
+        let (rows, cols) = job
+            .screen()
+            .map_or((DEFAULT_ROWS, DEFAULT_COLS), |screen| screen.size);
+        job.resize(args.rows.unwrap_or(rows), args.cols.unwrap_or(cols))
+            .map_err(ToolError::from)?;
+    }
+    if !input.is_empty() || !keys.is_empty() {
+        job.write(input.as_bytes(), &keys)
+            .map_err(ToolError::from)?;
+    }
     let read = job.read(
         ReadFrom::Cursor,
         output_budget(services, false),
@@ -414,7 +461,11 @@ fn kill(services: &Services, args: JobKillArgs, call: &CallContext) -> ToolResul
 }
 
 fn list(services: &Services, _: JobListArgs, call: &CallContext) -> ToolResult<String> {
-    let jobs = session(call)?.jobs.list();
+    let table = &session(call)?.jobs;
+    let mut jobs = table.list();
+    jobs.extend(table.backgrounds());
+    // Oldest first, so that a list over the budget keeps the newest.
+    jobs.sort_by_key(|job| job.started_at());
     let budget = services.config.max_output_bytes();
     let mut rows = Vec::new();
     let mut size = 16;
@@ -433,8 +484,13 @@ fn list(services: &Services, _: JobListArgs, call: &CallContext) -> ToolResult<S
 fn list_row(job: &Arc<Job>) -> Value {
     let status = job.status();
     let (exit_code, signal) = exit_of(&status);
+    let kind = match job.origin() {
+        JobOrigin::Started => "job",
+        JobOrigin::Background => "background",
+    };
     json!({
-        "job_id": format!("job_{}", job.id()),
+        "job_id": job_name(job),
+        "kind": kind,
         "status": status.name(),
         "pid": job.pid(),
         "command": job.command(),
@@ -469,6 +525,8 @@ fn screen_of(job: &Job, budget: usize) -> Value {
                 "text": text,
                 "alternate_screen": screen.alternate,
                 "cursor": [screen.cursor.0, screen.cursor.1],
+                "rows": screen.size.0,
+                "cols": screen.size.1,
             })
         }
     }
@@ -501,7 +559,7 @@ fn looks_like_prompt(line: &str) -> bool {
 fn view(job: &Job, read: &JobRead, screen: Option<Value>) -> Value {
     let (exit_code, signal) = exit_of(&read.status);
     let mut object = Map::new();
-    object.insert("job_id".into(), json!(format!("job_{}", job.id())));
+    object.insert("job_id".into(), json!(job_name(job)));
     object.insert("status".into(), json!(read.status.name()));
     object.insert("pid".into(), json!(job.pid()));
     object.insert("exit_code".into(), exit_code);
@@ -552,9 +610,11 @@ mod tests {
 
     #[test]
     fn ids_and_prompts() {
-        assert_eq!(parse_id("job_3").unwrap(), 3);
-        assert_eq!(parse_id("7").unwrap(), 7);
+        assert_eq!(parse_id("job_3").unwrap(), (JobOrigin::Started, 3));
+        assert_eq!(parse_id("7").unwrap(), (JobOrigin::Started, 7));
+        assert_eq!(parse_id("bg_2").unwrap(), (JobOrigin::Background, 2));
         assert!(parse_id("bash_1").is_err());
+        assert!(parse_id("bg_x").is_err());
         assert!(looks_like_prompt(">>> "));
         assert!(looks_like_prompt("Continue? (y/n) "));
         assert!(looks_like_prompt("Password: "));

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_tools::{CallContext, ErrorCode, ToolError, ToolResult};
 use agent_tools_bash::RunRequest;
 use agent_tools_bash::jobs::{
-    Job, JobMode, JobSpec, JobStatus, JobTable, ReadFrom, SETTLE, Signal, Wait,
+    Job, JobMode, JobOrigin, JobSpec, JobStatus, JobTable, ReadFrom, SETTLE, Signal, Wait,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -63,7 +63,8 @@ pub(crate) const FORCE_TERMINATE: &str = "Stop a process started with start_proc
 process it started (SIGTERM, then SIGKILL 2 s later).";
 
 pub(crate) const LIST_SESSIONS: &str = "List the running processes started with start_process: \
-PID, whether it seems blocked on input, and runtime.";
+PID, whether it seems blocked on input, and runtime; also those a shell command left running in \
+the background (`cmd &`), marked `Background of: COMMAND`, which force_terminate stops too.";
 
 /// Arguments of `start_process`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -136,13 +137,19 @@ fn session(call: &CallContext) -> ToolResult<&FilesystemSession> {
         .ok_or_else(|| ToolError::internal("the call carries no filesystem session"))
 }
 
+/// The process with this pid: one started with `start_process`, or what a
+/// plain shell command left running in the background.
 fn find(session: &FilesystemSession, pid: i64) -> Option<Arc<Job>> {
     session
         .jobs
         .list()
         .into_iter()
+        .chain(session.jobs.backgrounds())
         .find(|job| i64::from(job.pid()) == pid)
 }
+
+/// The longest command line `list_sessions` shows for a background process.
+const SHOWN_COMMAND_CHARS: usize = 80;
 
 fn no_session(pid: i64) -> ToolError {
     ToolError::new(
@@ -403,7 +410,13 @@ pub(crate) fn force_terminate(_: &Roots, args: PidArgs, call: &CallContext) -> T
 
 pub(crate) fn list_sessions(_: &Roots, _: NoArgs, call: &CallContext) -> ToolResult<String> {
     let mut text = String::new();
-    for job in session(call)?.jobs.list() {
+    let session = session(call)?;
+    for job in session
+        .jobs
+        .list()
+        .into_iter()
+        .chain(session.jobs.backgrounds())
+    {
         let status = job.status();
         if !status.is_running() {
             continue;
@@ -415,12 +428,22 @@ pub(crate) fn list_sessions(_: &Roots, _: NoArgs, call: &CallContext) -> ToolRes
             &AtomicBool::new(false),
         );
         let blocked = job.quiet_for() >= SETTLE && prompt_of(&tail.text).is_some();
-        let _ = writeln!(
+        let _ = write!(
             text,
             "PID: {}, Blocked: {blocked}, Runtime: {}s",
             job.pid(),
             job.runtime().as_secs()
         );
+        if job.origin() == JobOrigin::Background {
+            let command: String = job.command().chars().take(SHOWN_COMMAND_CHARS).collect();
+            let more = if command.len() < job.command().len() {
+                "…"
+            } else {
+                ""
+            };
+            let _ = write!(text, ", Background of: {command}{more}");
+        }
+        text.push('\n');
     }
     if text.is_empty() {
         return Ok("No active sessions".to_owned());

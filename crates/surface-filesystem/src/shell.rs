@@ -65,7 +65,11 @@ pub(crate) fn bash(roots: &Roots, args: BashArgs, call: &CallContext) -> ToolRes
             .with_kill_grace(KILL_GRACE)
             .with_limits(OutputLimits::cut_per_stream(STREAM_BYTES)),
     );
-    match agent_tools_bash::run(&request, call.cancel.flag()) {
+    let jobs = call
+        .session
+        .get::<crate::process::FilesystemSession>()
+        .map(crate::process::FilesystemSession::jobs);
+    match config.run_command(&request, jobs, call.cancel.flag()) {
         Ok(outcome) => {
             let footer = match (outcome.exit_code, &outcome.signal) {
                 (Some(code), _) => format!("[exit code: {code}]"),

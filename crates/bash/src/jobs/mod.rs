@@ -65,8 +65,9 @@ use nix::pty::{Winsize, openpty};
 use nix::unistd::Pid;
 use regex::Regex;
 
+use crate::outcome::{RunError, RunOutcome};
 use crate::request::RunRequest;
-use crate::runner::{KILL_GRACE, Supervision, launch_command, signal_group};
+use crate::runner::{Held, KILL_GRACE, Supervision, launch_command, run_supervised, signal_group};
 
 pub use keys::KEY_NAMES;
 pub use log::OutputStream;
@@ -105,6 +106,16 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_ROWS: u16 = 40;
 /// Terminal width of a job that asks for none.
 pub const DEFAULT_COLS: u16 = 120;
+/// The fewest rows a terminal gets, whatever was asked.
+pub const MIN_ROWS: u16 = 2;
+/// The fewest columns a terminal gets, whatever was asked.
+pub const MIN_COLS: u16 = 10;
+
+/// The size a terminal gets when `rows`×`cols` is asked: a terminal too
+/// small to hold a prompt would only confuse the programs in it.
+fn terminal_size(rows: u16, cols: u16) -> (u16, u16) {
+    (rows.max(MIN_ROWS), cols.max(MIN_COLS))
+}
 /// Scrollback rows the screen of a terminal job keeps: none, since only
 /// the visible screen is ever shown (the log has the rest).
 const SCROLLBACK_ROWS: usize = 0;
@@ -220,6 +231,9 @@ pub enum JobError {
     /// No job has this id (never had, or it was forgotten).
     #[error("no job {0}; job_list shows the jobs there are")]
     UnknownJob(u64),
+    /// No background job has this id (never had, or it was forgotten).
+    #[error("no background job {0}; job_list shows the ones there are")]
+    UnknownBackground(u64),
     /// The table runs its most jobs already.
     #[error(
         "{limit} jobs are running already, the most allowed at once; kill one you no longer need first"
@@ -273,6 +287,17 @@ pub enum JobError {
         /// Bytes asked.
         len: usize,
     },
+    /// A size for a job without a terminal.
+    #[error("job {0} has no terminal, so it has no size to set; start it with a terminal")]
+    NoTerminal(u64),
+    /// The terminal refused the new size.
+    #[error("the terminal of job {id} took no new size: {reason}")]
+    Resize {
+        /// The job.
+        id: u64,
+        /// What the system said.
+        reason: String,
+    },
     /// The job could not be started.
     #[error("{0}")]
     Start(ToolError),
@@ -281,14 +306,16 @@ pub enum JobError {
 impl From<JobError> for ToolError {
     fn from(err: JobError) -> ToolError {
         let code = match &err {
-            JobError::UnknownJob(_) => ErrorCode::NotFound,
+            JobError::UnknownJob(_) | JobError::UnknownBackground(_) => ErrorCode::NotFound,
             JobError::WriteTooLarge { .. } => ErrorCode::TooLarge,
             JobError::WriteStalled { .. } => ErrorCode::Timeout,
+            JobError::Resize { .. } => ErrorCode::IoError,
             JobError::Start(inner) => return inner.clone(),
             JobError::TooManyRunning { .. }
             | JobError::TooManyTerminals { .. }
             | JobError::Exited(_)
             | JobError::NoStdin(_)
+            | JobError::NoTerminal(_)
             | JobError::UnknownKey { .. } => ErrorCode::InvalidInput,
         };
         ToolError::new(code, err.to_string())
@@ -413,6 +440,8 @@ pub struct JobRead {
 pub struct Screen {
     /// The visible rows, as text.
     pub text: String,
+    /// The terminal's size: rows and columns.
+    pub size: (u16, u16),
     /// Whether a full-screen program switched to the alternate screen.
     pub alternate: bool,
     /// The cursor's row and column.
@@ -430,6 +459,9 @@ pub struct JobTable {
 struct Inner {
     jobs: BTreeMap<u64, Arc<Job>>,
     next_id: u64,
+    /// What plain commands left in the background, by their own ids.
+    background: BTreeMap<u64, Arc<Job>>,
+    next_background_id: u64,
 }
 
 impl Default for JobTable {
@@ -495,7 +527,12 @@ impl JobTable {
             inner.jobs.remove(&id);
         }
         // And room for its log among everything kept.
-        let mut kept: usize = inner.jobs.values().map(|job| job.retained_bytes()).sum();
+        let mut kept: usize = inner
+            .jobs
+            .values()
+            .chain(inner.background.values())
+            .map(|job| job.retained_bytes())
+            .sum();
         for id in exited {
             if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
                 break;
@@ -519,6 +556,78 @@ impl JobTable {
                 Err(err)
             }
         }
+    }
+
+    /// Runs a plain command as [`crate::run`] does, except that what it
+    /// leaves running in the background (`cmd &`, `setsid cmd &`) stays
+    /// under the command's launcher and becomes a job of this table
+    /// ([`JobOrigin::Background`], see [`JobTable::background`]): it keeps
+    /// running after the call, its output (when it still writes to the
+    /// command's pipes) goes to its log, a kill stops it with all it
+    /// started, and it dies with the table and with this process, like any
+    /// job. Without a launcher in `request`, it is just [`crate::run`].
+    ///
+    /// These jobs are not refused for number (the processes exist already
+    /// when the call ends) and do not count towards
+    /// [`JobLimits::max_running`]; their exited records are kept as the
+    /// started jobs' are, at most [`JobLimits::max_exited`].
+    pub fn run(&self, request: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError> {
+        let (result, held) = run_supervised(request, cancel, true);
+        if let Some(held) = held {
+            self.adopt(request.command(), held);
+        }
+        result
+    }
+
+    fn adopt(&self, command: &str, held: Held) {
+        let mut inner = self.lock();
+        let exited: Vec<u64> = inner
+            .background
+            .iter()
+            .filter(|(_, job)| !job.status().is_running())
+            .map(|(id, _)| *id)
+            .collect();
+        let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
+        let mut exited = exited.into_iter();
+        for id in exited.by_ref().take(excess) {
+            inner.background.remove(&id);
+        }
+        let mut kept: usize = inner
+            .jobs
+            .values()
+            .chain(inner.background.values())
+            .map(|job| job.retained_bytes())
+            .sum();
+        for id in exited {
+            if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
+                break;
+            }
+            if let Some(job) = inner.background.remove(&id) {
+                kept = kept.saturating_sub(job.retained_bytes());
+            }
+        }
+        inner.next_background_id += 1;
+        let id = inner.next_background_id;
+        // Only a thread that cannot be started fails this, and the
+        // launcher was killed then.
+        if let Ok(job) = Job::adopt(id, command, held, &self.limits) {
+            inner.background.insert(id, Arc::new(job));
+        }
+    }
+
+    /// What plain commands left running in the background, by id, the
+    /// exited ones kept too.
+    pub fn backgrounds(&self) -> Vec<Arc<Job>> {
+        self.lock().background.values().cloned().collect()
+    }
+
+    /// Background job `id` (see [`JobTable::run`]).
+    pub fn background(&self, id: u64) -> Result<Arc<Job>, JobError> {
+        self.lock()
+            .background
+            .get(&id)
+            .cloned()
+            .ok_or(JobError::UnknownBackground(id))
     }
 
     /// Job `id`.
@@ -552,9 +661,15 @@ impl JobTable {
 
 impl Drop for JobTable {
     fn drop(&mut self) {
-        let jobs: Vec<Arc<Job>> = std::mem::take(&mut self.lock().jobs)
-            .into_values()
-            .collect();
+        let jobs: Vec<Arc<Job>> = {
+            let mut inner = self.lock();
+            let started = std::mem::take(&mut inner.jobs);
+            let background = std::mem::take(&mut inner.background);
+            started
+                .into_values()
+                .chain(background.into_values())
+                .collect()
+        };
         // Every job gets its TERM at once, so the graces run side by side:
         // the drop takes at most one grace, however many jobs ignore it.
         let running: Vec<&Arc<Job>> = jobs.iter().filter(|job| job.mark_killed()).collect();
@@ -577,10 +692,51 @@ impl Drop for JobTable {
     }
 }
 
+/// Where a job came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOrigin {
+    /// Started as a job ([`JobTable::start`]).
+    Started,
+    /// Left running by a plain command run through the table
+    /// ([`JobTable::run`]): what it started in the background (`cmd &`,
+    /// `setsid cmd &`), under the command's launcher, which stayed with it.
+    /// Its ids are counted apart from the started jobs'.
+    Background,
+}
+
+/// A started process, before its threads: what [`Job::supervise`] needs.
+struct Launched {
+    id: u64,
+    origin: JobOrigin,
+    command: String,
+    mode: JobMode,
+    child: Child,
+    sources: Vec<(File, OutputStream)>,
+    master: Option<OwnedFd>,
+    screen: Option<vt100::Parser>,
+    log_file: Option<(File, String)>,
+}
+
+/// The output pipes still open, as the reader's sources.
+fn pipe_sources(
+    stdout: Option<std::process::ChildStdout>,
+    stderr: Option<std::process::ChildStderr>,
+) -> Vec<(File, OutputStream)> {
+    let mut sources = Vec::new();
+    if let Some(out) = stdout {
+        sources.push((File::from(OwnedFd::from(out)), OutputStream::Stdout));
+    }
+    if let Some(err) = stderr {
+        sources.push((File::from(OwnedFd::from(err)), OutputStream::Stderr));
+    }
+    sources
+}
+
 /// One job.
 #[derive(Debug)]
 pub struct Job {
     id: u64,
+    origin: JobOrigin,
     pid: Pid,
     command: String,
     mode: JobMode,
@@ -699,7 +855,7 @@ impl Job {
                 None
             }
             JobMode::Terminal { rows, cols } => {
-                let (rows, cols) = (rows.max(2), cols.max(10));
+                let (rows, cols) = terminal_size(rows, cols);
                 let size = Winsize {
                     ws_row: rows,
                     ws_col: cols,
@@ -738,6 +894,70 @@ impl Job {
         // without dropping them the master would never see the end.
         drop(command);
         let mut child = spawned.map_err(|err| start_err(&format!("start {program}"), &err))?;
+        let sources: Vec<(File, OutputStream)> = match &master {
+            Some(_) => Vec::new(),
+            None => pipe_sources(child.stdout.take(), child.stderr.take()),
+        };
+        Job::supervise(
+            Launched {
+                id,
+                origin: JobOrigin::Started,
+                command: request.command().to_owned(),
+                mode,
+                child,
+                sources,
+                master,
+                screen,
+                log_file,
+            },
+            limits,
+        )
+    }
+
+    /// What a plain command left running in the background, under its
+    /// launcher, as a job of its own.
+    fn adopt(id: u64, command: &str, held: Held, limits: &JobLimits) -> Result<Job, JobError> {
+        let Held {
+            launcher,
+            stdout,
+            stderr,
+        } = held;
+        Job::supervise(
+            Launched {
+                id,
+                origin: JobOrigin::Background,
+                command: command.to_owned(),
+                mode: JobMode::Pipes,
+                child: launcher,
+                sources: pipe_sources(stdout, stderr),
+                master: None,
+                screen: None,
+                log_file: None,
+            },
+            limits,
+        )
+    }
+
+    /// Starts the threads that reap the job's launcher and move its output
+    /// into its log.
+    fn supervise(launched: Launched, limits: &JobLimits) -> Result<Job, JobError> {
+        let Launched {
+            id,
+            origin,
+            command,
+            mode,
+            child,
+            mut sources,
+            master,
+            screen,
+            log_file,
+        } = launched;
+        let start_err = |what: &str, err: &dyn std::fmt::Display| {
+            JobError::Start(ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot {what}: {err}"),
+            ))
+        };
         let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
         let (file, shown) = match log_file {
             Some((file, shown)) => (
@@ -773,19 +993,9 @@ impl Job {
             changed: Condvar::new(),
             writer: Mutex::new(writer),
         });
-        let sources: Vec<(File, OutputStream)> = match master {
-            Some(master) => vec![(File::from(master), OutputStream::Stdout)],
-            None => {
-                let mut sources = Vec::new();
-                if let Some(out) = child.stdout.take() {
-                    sources.push((File::from(OwnedFd::from(out)), OutputStream::Stdout));
-                }
-                if let Some(err) = child.stderr.take() {
-                    sources.push((File::from(OwnedFd::from(err)), OutputStream::Stderr));
-                }
-                sources
-            }
-        };
+        if let Some(master) = master {
+            sources.push((File::from(master), OutputStream::Stdout));
+        }
         let terminal = mode.is_terminal();
         let reaper_shared = Arc::clone(&shared);
         let reaper = thread::Builder::new()
@@ -807,8 +1017,9 @@ impl Job {
         }
         Ok(Job {
             id,
+            origin,
             pid,
-            command: request.command().to_owned(),
+            command,
             mode,
             started: Instant::now(),
             log_file: shown,
@@ -818,9 +1029,15 @@ impl Job {
         })
     }
 
-    /// The job's id in its table.
+    /// The job's id in its table (among the jobs of its origin).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Whether the job was started as one or left in the background by a
+    /// plain command.
+    pub fn origin(&self) -> JobOrigin {
+        self.origin
     }
 
     /// The pid of the job's first process (the launcher's, whose process
@@ -837,6 +1054,12 @@ impl Job {
     /// The job's mode.
     pub fn mode(&self) -> JobMode {
         self.mode
+    }
+
+    /// When the job started (for a background job: when the call that
+    /// left it ended).
+    pub fn started_at(&self) -> Instant {
+        self.started
     }
 
     /// How long ago the job started.
@@ -1061,6 +1284,44 @@ impl Job {
         Ok(written)
     }
 
+    /// Gives a terminal job's terminal a new size (at least
+    /// [`MIN_ROWS`]×[`MIN_COLS`]): the kernel sends `SIGWINCH` to the
+    /// terminal's foreground process group, and the screen is redrawn at
+    /// that size from then on.
+    pub fn resize(&self, rows: u16, cols: u16) -> Result<(), JobError> {
+        if !self.mode.is_terminal() {
+            return Err(JobError::NoTerminal(self.id));
+        }
+        let (rows, cols) = terminal_size(rows, cols);
+        let writer = self
+            .shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(master) = writer.as_ref() else {
+            return Err(JobError::Exited(self.id));
+        };
+        let size = rustix::termios::Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(master, size).map_err(|err| JobError::Resize {
+            id: self.id,
+            reason: err.to_string(),
+        })?;
+        // The screen follows while the writer lock is held, so two resizes
+        // cannot leave the terminal and the screen at different sizes.
+        if let Some(screen) = &mut self.state().screen {
+            screen.set_size(
+                std::num::NonZeroU16::new(rows).unwrap_or(std::num::NonZeroU16::MIN),
+                std::num::NonZeroU16::new(cols).unwrap_or(std::num::NonZeroU16::MIN),
+            );
+        }
+        Ok(())
+    }
+
     /// Sends `signal` once to the job's process group.
     pub fn send(&self, signal: Signal) {
         let reaped = self.state().exited_at.is_some();
@@ -1121,8 +1382,10 @@ impl Job {
     pub fn screen(&self) -> Option<Screen> {
         let state = self.state();
         let screen = state.screen.as_ref()?.screen();
+        let (rows, cols) = screen.size();
         Some(Screen {
             text: screen.contents(),
+            size: (rows.get(), cols.get()),
             alternate: screen.alternate_screen(),
             cursor: screen.cursor_position(),
         })
@@ -1333,6 +1596,47 @@ mod tests {
         );
         assert!(!screen.alternate);
         assert_eq!(job.write(b"x", &[]), Err(JobError::Exited(job.id())));
+    }
+
+    #[test]
+    fn a_terminal_takes_its_size_at_the_start_and_a_new_one_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "stty size; read x; stty size; sleep 30"),
+                JobMode::Terminal { rows: 12, cols: 50 },
+            ))
+            .unwrap();
+        let first = read_all(
+            &job,
+            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("12 50").unwrap())),
+        );
+        assert_eq!(first.matched, Some(true), "{first:?}");
+        job.resize(30, 100).unwrap();
+        // Without a launcher the terminal is no one's controlling terminal,
+        // so no SIGWINCH comes (the server's tests see it): the size is
+        // asked for again after a line.
+        job.write(b"", &["Enter".to_owned()]).unwrap();
+        let second = read_all(
+            &job,
+            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("30 100").unwrap())),
+        );
+        assert_eq!(second.matched, Some(true), "{second:?}");
+        assert_eq!(job.screen().unwrap().size, (30, 100));
+        // Too small a size is raised to the least.
+        job.resize(0, 1).unwrap();
+        assert_eq!(job.screen().unwrap().size, (MIN_ROWS, MIN_COLS));
+        job.kill(Signal::SIGTERM);
+        assert_eq!(job.resize(30, 100), Err(JobError::Exited(job.id())));
+        let pipes = table
+            .start(JobSpec::new(request(&dir, "sleep 30"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(pipes.resize(30, 100), Err(JobError::NoTerminal(pipes.id())));
+        assert_eq!(
+            ToolError::from(JobError::NoTerminal(1)).code(),
+            ErrorCode::InvalidInput
+        );
     }
 
     #[test]

@@ -355,3 +355,21 @@ fn background_commands_are_read_and_stopped_in_claude_codes_words() {
     step(&mut client, "BashOutput", json!({"bash_id": "bash_9"}));
     insta::assert_snapshot!(transcript.replace(&format!("{}/", p(&root)), "[root]/"));
 }
+
+/// What a foreground `Bash` command leaves in the background outlives the
+/// call but not the connection; no tool lists it, as in Claude Code.
+#[test]
+fn background_children_of_a_foreground_command_die_with_the_connection() {
+    let (_outer, root) = sandbox();
+    let mut client = claude_code(&root);
+    let marker = root.join("child.pid");
+    let (is_error, text) = client.call(
+        "Bash",
+        json!({"command": format!("setsid sh -c 'echo $$ > {}; exec sleep 300' &", p(&marker))}),
+    );
+    assert!(!is_error, "{text}");
+    let pid = pid_in(&marker);
+    assert!(alive(pid), "the child did not outlive the call");
+    client.shutdown();
+    assert_dies(pid, "the end of the connection");
+}

@@ -299,3 +299,45 @@ fn a_repl_session_is_driven_interrupted_and_ended() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// What a `shell` command leaves in the background outlives the call but
+/// not the connection.
+#[test]
+fn background_children_of_shell_die_with_the_connection() {
+    let (_outer, root) = sandbox();
+    let mut client = codex(&root);
+    let marker = root.join("child.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 300' &",
+        marker.display()
+    );
+    let (is_error, output, code) = shell(&mut client, json!({"command": ["sh", "-c", script]}));
+    assert!(!is_error && code == 0, "{output}");
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rfind(')')
+                .is_some_and(|i| !stat[i + 1..].trim_start().starts_with(['Z', 'X']))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(alive(pid), "the child did not outlive the call");
+    client.shutdown();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child outlived the connection"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1492,3 +1492,61 @@ fn a_process_is_started_driven_read_and_terminated() {
     assert_eq!(code, -32002, "{message}");
     assert!(message.contains("No session found for PID 1"), "{message}");
 }
+
+/// What a `bash` command leaves running in the background is listed by
+/// `list_sessions`, marked with its command, and `force_terminate` stops it.
+#[test]
+fn background_children_of_bash_are_listed_and_terminated() {
+    let (_outer, root) = sandbox();
+    let mut client = filesystem(&root, &[]);
+    let marker = root.join("child.pid");
+    let _ = filesystem_calls::ok1(
+        &mut client,
+        "bash",
+        json!({"command": format!("setsid sh -c 'echo $$ > {}; exec sleep 300' &", marker.display())}),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let child: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let listed = filesystem_calls::ok1(&mut client, "list_sessions", json!({}));
+    let pid: i64 = listed
+        .strip_prefix("PID: ")
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        listed.ends_with(&format!(
+            ", Background of: setsid sh -c 'echo $$ > {}; exec sleep 300' &",
+            marker.display()
+        )),
+        "{listed}"
+    );
+    let stopped = filesystem_calls::ok1(&mut client, "force_terminate", json!({"pid": pid}));
+    assert_eq!(
+        stopped,
+        format!("Successfully initiated termination of session {pid}")
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .is_some_and(|i| !stat[i + 1..].trim_start().starts_with(['Z', 'X']))
+    }) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "force_terminate left the child"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        filesystem_calls::ok1(&mut client, "list_sessions", json!({})),
+        "No active sessions"
+    );
+}

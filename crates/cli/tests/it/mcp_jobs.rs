@@ -386,3 +386,201 @@ fn a_waiting_read_does_not_hold_other_calls() {
     assert_eq!(read["matched"], false);
     assert!(read["waited_ms"].as_u64().unwrap() >= 2900, "{read}");
 }
+
+/// `bash` runs `command`, which leaves `sleep 300` in the background
+/// (plainly, or in a session of its own with `setsid`, its pid in
+/// `marker`), and must answer at once: the call never waits for it.
+fn leave_in_background(client: &mut McpClient, marker: &Path, setsid: bool) -> i32 {
+    let command = if setsid {
+        format!(
+            "setsid sh -c 'echo $$ > {}; exec sleep 300' &",
+            marker.display()
+        )
+    } else {
+        format!("sleep 300 & echo $! > {}", marker.display())
+    };
+    let at = Instant::now();
+    let ran = call(
+        client,
+        "bash",
+        json!({"command": command, "timeout_ms": 60000}),
+    );
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert!(
+        at.elapsed() < Duration::from_secs(10),
+        "bash waited for its background child: {:?}",
+        at.elapsed()
+    );
+    let pid = pid_in(marker);
+    assert!(alive(pid), "the background child did not outlive the call");
+    pid
+}
+
+fn backgrounds(client: &mut McpClient) -> Vec<Value> {
+    let listed = call(client, "job_list", json!({}));
+    listed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|job| job["kind"] == "background")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn background_children_of_bash_are_listed_read_killed_and_die_with_the_connection() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let plain = leave_in_background(&mut client, &root.join("plain.pid"), false);
+    let escaped = leave_in_background(&mut client, &root.join("setsid.pid"), true);
+    let listed = backgrounds(&mut client);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0]["job_id"], "bg_1", "{listed:?}");
+    assert_eq!(listed[0]["status"], "running", "{listed:?}");
+    assert_eq!(listed[0]["tty"], false, "{listed:?}");
+    assert!(
+        listed[0]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("sleep 300 & echo $!"),
+        "{listed:?}"
+    );
+    assert!(listed[1]["pid"].as_i64().unwrap() > 0, "{listed:?}");
+    // What a background child prints after the call goes to its log.
+    let _ = call(
+        &mut client,
+        "bash",
+        json!({"command": "(sleep 1; echo late-line) &"}),
+    );
+    let late = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": "bg_3", "wait_for": "late-line", "wait_ms": 10000}),
+    );
+    assert_eq!(late["matched"], true, "{late}");
+    assert_eq!(late["output"], "late-line\n", "{late}");
+    // A kill takes the child with it; the other stays.
+    let killed = call(&mut client, "job_kill", json!({"job_id": "bg_1"}));
+    assert_eq!(killed["status"], "exited", "{killed}");
+    assert_dies(plain, "job_kill");
+    assert!(alive(escaped));
+    let (is_error, text) = client.call("job_kill", json!({"job_id": "bg_9"}));
+    assert!(is_error && text.contains("no background job 9"), "{text}");
+    // A command that leaves nothing running makes no entry.
+    let _ = call(&mut client, "bash", json!({"command": "echo done"}));
+    assert_eq!(backgrounds(&mut client).len(), 3);
+    client.shutdown();
+    assert_dies(escaped, "the end of the connection");
+}
+
+#[test]
+fn background_children_of_bash_die_with_a_killed_server() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let plain = leave_in_background(&mut client, &root.join("plain.pid"), false);
+    let escaped = leave_in_background(&mut client, &root.join("setsid.pid"), true);
+    client.signal("KILL");
+    assert_dies(plain, "SIGKILL of the server");
+    assert_dies(escaped, "SIGKILL of the server");
+}
+
+/// Kills `pid` (a test's own leftover) when dropped, pass or fail.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .status();
+    }
+}
+
+#[test]
+fn the_leave_flag_lets_background_children_outlive_the_connection() {
+    let (_outer, root) = sandbox();
+    let mut client = McpClient::start_guarded(&root, &["--leave-background-children"]);
+    let plain = KillOnDrop(leave_in_background(
+        &mut client,
+        &root.join("plain.pid"),
+        false,
+    ));
+    let escaped = KillOnDrop(leave_in_background(
+        &mut client,
+        &root.join("setsid.pid"),
+        true,
+    ));
+    assert_eq!(backgrounds(&mut client), Vec::<Value>::new());
+    client.shutdown();
+    assert!(alive(plain.0), "left, yet killed with the connection");
+    assert!(alive(escaped.0), "left, yet killed with the connection");
+}
+
+#[test]
+fn a_terminal_job_gets_its_size_and_a_new_one_with_sigwinch() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    // The program prints the terminal's size at its start and each time
+    // SIGWINCH comes (Python runs its handler at once; a shell's trap waits
+    // for the command in hand).
+    let program = "import os, signal\n\
+                   def show(*_):\n    cols, rows = os.get_terminal_size()\n    print(rows, cols, flush=True)\n\
+                   signal.signal(signal.SIGWINCH, show)\nshow()\nwhile True:\n    signal.pause()\n";
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({
+            "command": format!("python3 -c '{program}'"),
+            "tty": true,
+            "cols": 50,
+            "rows": 12,
+            "wait_for": "12 50",
+            "wait_ms": 10000
+        }),
+    );
+    assert_eq!(started["matched"], true, "{started}");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let resized = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "cols": 100, "rows": 30, "wait_for": "30 100", "wait_ms": 10000}),
+    );
+    assert_eq!(resized["matched"], true, "{resized}");
+    // One dimension alone keeps the other.
+    let narrower = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": id, "cols": 60, "wait_for": "30 60", "wait_ms": 10000}),
+    );
+    assert_eq!(narrower["matched"], true, "{narrower}");
+    let screen = call(
+        &mut client,
+        "job_read",
+        json!({"job_id": id, "screen": true}),
+    );
+    assert_eq!(screen["screen"]["rows"], 30, "{screen}");
+    assert_eq!(screen["screen"]["cols"], 60, "{screen}");
+    // `stty size` asks the terminal; the new size comes before the typing.
+    let stty = call(
+        &mut client,
+        "job_start",
+        json!({"command": "stty size; read x; stty size", "tty": true, "cols": 50, "rows": 12, "wait_for": "12 50", "wait_ms": 10000}),
+    );
+    assert_eq!(stty["matched"], true, "{stty}");
+    let asked = call(
+        &mut client,
+        "job_write",
+        json!({"job_id": stty["job_id"], "cols": 100, "rows": 30, "keys": ["Enter"], "wait_for": "30 100", "wait_ms": 10000}),
+    );
+    assert_eq!(asked["matched"], true, "{asked}");
+    let (is_error, text) = client.call("job_write", json!({"job_id": id, "cols": 5}));
+    assert!(is_error && text.contains("cols"), "{text}");
+    let (is_error, text) = client.call("job_write", json!({"job_id": id}));
+    assert!(is_error && text.contains("a new size"), "{text}");
+    let pipes = call(
+        &mut client,
+        "job_start",
+        json!({"command": "sleep 30", "wait_ms": 0}),
+    );
+    let (is_error, text) = client.call("job_write", json!({"job_id": pipes["job_id"], "rows": 20}));
+    assert!(is_error && text.contains("has no terminal"), "{text}");
+}
