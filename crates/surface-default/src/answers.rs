@@ -60,7 +60,7 @@ pub struct BashAnswer {
 /// job's state and the output read.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct JobAnswer {
-    /// The job's id (`job_N`).
+    /// The job's id (`job_N`, or `bg_N` for a plain command's background).
     pub job_id: String,
     /// `running` or `exited`.
     pub status: String,
@@ -101,6 +101,10 @@ pub struct JobScreen {
     pub alternate_screen: bool,
     /// The cursor's row and column.
     pub cursor: Vec<u64>,
+    /// The terminal's height in rows.
+    pub rows: u64,
+    /// The terminal's width in columns.
+    pub cols: u64,
 }
 
 /// What `job_list` answers.
@@ -113,8 +117,11 @@ pub struct JobListAnswer {
 /// One job of `job_list`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct JobRow {
-    /// The job's id (`job_N`).
+    /// The job's id (`job_N`, or `bg_N` for a plain command's background).
     pub job_id: String,
+    /// `job` for a started job, `background` for what a plain command
+    /// left running.
+    pub kind: String,
     /// `running` or `exited`.
     pub status: String,
     /// The process id of the job's shell.
