@@ -49,6 +49,7 @@
 
 mod client;
 mod conn;
+pub mod edit;
 pub mod framing;
 pub mod position;
 mod report;

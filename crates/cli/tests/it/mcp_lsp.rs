@@ -261,6 +261,133 @@ fn lsp_servers_end_with_the_server_on_end_of_input_and_on_sigkill() {
     }
 }
 
+fn rename(client: &mut McpClient, args: serde_json::Value) -> (bool, String) {
+    client.call("rename_symbol", args)
+}
+
+#[test]
+fn lsp_default_surface_offers_rename_symbol_only_with_lsp_and_not_read_only() {
+    let setup = Setup::new();
+    let mut plain = McpClient::start_guarded(setup.dir.path(), &[]);
+    assert!(!tool_names(&mut plain).contains(&"rename_symbol".to_owned()));
+    plain.shutdown();
+    let mut client = setup.start_fake("normal");
+    let listed = client.request("tools/list", json!({}));
+    let tools: Vec<_> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "lsp" || t["name"] == "rename_symbol")
+        .cloned()
+        .collect();
+    insta::assert_json_snapshot!("default_lsp_tools", tools);
+    client.shutdown();
+    let args = setup.fake_args("normal", &["--read-only"]);
+    let mut read_only = McpClient::start_with(&args, json!({}), None).guarded();
+    let names = tool_names(&mut read_only);
+    assert!(names.contains(&"lsp".to_owned()), "{names:?}");
+    assert!(!names.contains(&"rename_symbol".to_owned()), "{names:?}");
+    read_only.shutdown();
+}
+
+#[test]
+fn lsp_rename_symbol_applies_the_servers_edit_or_shows_it() {
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    std::fs::write(&file, "def helper\nhelper() # helpers\n").unwrap();
+    let mut client = setup.start_fake("normal");
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist", "dry_run": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "dry run: renaming `helper` to `assist` would make 2 edits in 1 file (nothing written)\nb.fk: 2 edits\n\n--- a/b.fk\n+++ b/b.fk\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n-def helper\n") && text.contains("\n+assist() # helpers"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "def helper\nhelper() # helpers\n"
+    );
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "renamed `helper` to `assist`: 2 edits in 1 file\nb.fk: 2 edits\n\ndiagnostics (fake, "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("no errors in b.fk"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "def assist\nassist() # helpers\n"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_rename_symbol_refusals_change_nothing() {
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    let original = "def helper\nhelper()\n";
+    std::fs::write(&file, original).unwrap();
+    let mut client = setup.start_fake("normal");
+    let cases = [
+        // No such symbol on that line: refused before the server is asked.
+        (
+            json!({"path": "b.fk", "line": 1, "symbol": "nothere", "new_name": "x"}),
+            "no_match",
+            "b.fk:1: `nothere` does not occur there; the line is: def helper",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "REFUSED"}),
+            "invalid_input",
+            "the language server refused to rename `helper`: cannot rename this symbol",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "NOTHING"}),
+            "no_match",
+            "b.fk:2: the language server has nothing to rename at `helper`",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "OUTSIDE"}),
+            "path_escape",
+            "the rename would change /outside-the-workspace/x.fk, outside the workspace; nothing was changed",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "CREATE"}),
+            "invalid_input",
+            "the server's edit would create a file",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": " "}),
+            "invalid_input",
+            "new_name is empty",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let (is_error, text) = rename(&mut client, args.clone());
+        assert!(is_error, "{args}: {text}");
+        let envelope: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(envelope["error"], code, "{args}: {text}");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(message),
+            "{args}: {text}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{args}");
+    }
+    client.shutdown();
+}
+
 // ---- real servers -------------------------------------------------------
 
 /// The folder holding `pyright-langserver` and `typescript-language-server`
@@ -573,4 +700,83 @@ fn lsp_codex_patches_carry_the_diagnostics_too() {
         "{text}"
     );
     client.shutdown();
+}
+
+/// Asks until the server answers rather than saying it is still starting
+/// (a cold server loads its libraries first, and pyright answers a rename
+/// with nothing until it has analysed the project), at most
+/// `COLD_START_WAIT`.
+fn call_until_ready(client: &mut McpClient, tool: &str, args: serde_json::Value) -> (bool, String) {
+    let started = Instant::now();
+    loop {
+        let (is_error, text) = client.call(tool, args.clone());
+        if !text.contains("still starting")
+            && !text.contains("still indexing")
+            && !text.contains("nothing to rename")
+        {
+            return (is_error, text);
+        }
+        assert!(started.elapsed() < COLD_START_WAIT, "{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn lsp_pyright_renames_across_files_all_at_once() {
+    let Some((bin, _one_at_a_time)) = real_servers("lsp_pyright_renames_across_files_all_at_once")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let util = "def helper(x: int) -> int:\r\n    return x + 1\r\n";
+    let main = "from util import helper\n\nhelper(1)  # helper\nhelper(2)";
+    std::fs::write(dir.path().join("util.py"), util).unwrap();
+    std::fs::write(dir.path().join("main.py"), main).unwrap();
+    let mut client = start_real(&bin, dir.path());
+    let args = json!({"path": "main.py", "line": 3, "symbol": "helper", "new_name": "assist", "dry_run": true});
+    let (is_error, text) = call_until_ready(&mut client, "rename_symbol", args);
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "dry run: renaming `helper` to `assist` would make 4 edits in 2 files (nothing written)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n+++ b/util.py\n"), "{text}");
+    assert!(text.contains("\n+assist(1)  # helper\n"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("util.py")).unwrap(),
+        util
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
+        main
+    );
+
+    let (is_error, text) = client.call(
+        "rename_symbol",
+        json!({"path": "main.py", "line": 3, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("renamed `helper` to `assist`: 4 edits in 2 files\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nmain.py: 3 edits") && text.contains("\nutil.py: 1 edit"),
+        "{text}"
+    );
+    assert!(text.contains("diagnostics (pyright, "), "{text}");
+    // Byte-exact: line endings, the comment and the missing final newline
+    // are as they were; only the name changed.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("util.py")).unwrap(),
+        "def assist(x: int) -> int:\r\n    return x + 1\r\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
+        "from util import assist\n\nassist(1)  # helper\nassist(2)"
+    );
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
 }
