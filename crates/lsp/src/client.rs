@@ -197,6 +197,23 @@ impl LspClient {
         })
     }
 
+    /// After `path` was moved away or deleted: the server forgets it
+    /// (`didClose`), so no answer is given for a file that is gone.
+    pub fn closed(&self, path: &Path) {
+        let Some(index) = self.slot_index(path) else {
+            return;
+        };
+        let mut slot = lock(&self.slots[index]);
+        if slot.docs.remove(path).is_some()
+            && let Phase::Ready { conn, .. } = &slot.phase
+        {
+            let _ = conn.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": path_to_uri(path)}}),
+            );
+        }
+    }
+
     /// The diagnostics of `path` now (after bringing the server up to date
     /// with the file on disk), waiting as after a write.
     pub fn diagnostics(&self, path: &Path, cancel: &AtomicBool) -> Result<Report, RequestError> {

@@ -411,6 +411,10 @@ fn real_servers(test: &str) -> Option<(PathBuf, std::sync::MutexGuard<'static, (
 }
 
 fn start_real(bin: &Path, root: &Path) -> McpClient {
+    start_real_with(bin, root, &[])
+}
+
+fn start_real_with(bin: &Path, root: &Path, extra: &[&str]) -> McpClient {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -426,6 +430,7 @@ fn start_real(bin: &Path, root: &Path) -> McpClient {
             "--lsp-wait-ms",
             "5000",
         ])
+        .args(extra)
         .env("PATH", path)
         .stderr(std::process::Stdio::inherit());
     let mut client = agent_tools_test_support::mcp::McpClient::spawn(command).unwrap();
@@ -776,6 +781,152 @@ fn lsp_pyright_renames_across_files_all_at_once() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
         "from util import assist\n\nassist(1)  # helper\nassist(2)"
+    );
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+/// Calls `tool` with the arguments `args(n)` gives for n = 1, 2, ... (each
+/// a different text, so each is a change) until the answer contains
+/// `wanted`, at most `COLD_START_WAIT` (a cold server says nothing of the
+/// first texts it is sent).
+fn edit_until(
+    client: &mut McpClient,
+    tool: &str,
+    args: impl Fn(usize) -> serde_json::Value,
+    wanted: &str,
+) -> String {
+    let started = Instant::now();
+    for n in 1.. {
+        let (is_error, text) = client.call(tool, args(n));
+        assert!(!is_error, "{text}");
+        if text.contains(wanted) {
+            return text;
+        }
+        assert!(started.elapsed() < COLD_START_WAIT, "{text}");
+    }
+    unreachable!()
+}
+
+const PY_UTIL: &str = "def helper(x: int) -> int:\n    return x + 1\n";
+const PY_CLEAN: &str = "from util import helper\n\nhelper(1)\n";
+
+#[test]
+fn lsp_pyright_errors_in_the_filesystem_surfaces_write_answers() {
+    let Some((bin, _one_at_a_time)) =
+        real_servers("lsp_pyright_errors_in_the_filesystem_surfaces_write_answers")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("util.py"), PY_UTIL).unwrap();
+    let mut client = start_real_with(&bin, dir.path(), &["--surface", "filesystem"]);
+    let root = dir.path().to_path_buf();
+    let main = root.join("main.py");
+    let main = main.to_str().unwrap();
+    let text = edit_until(
+        &mut client,
+        "write_file",
+        |n| json!({"path": main, "content": format!("from util import helper\n\nhelper(\"{n}\")\n")}),
+        "reportArgumentType",
+    );
+    assert!(
+        text.starts_with(&format!(
+            "Successfully wrote {main}\n\ndiagnostics (pyright, "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("\n{main}:3:8: error: Argument of type \"Literal[")),
+        "{text}"
+    );
+    let (is_error, text) = client.call("write_file", json!({"path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {main}")), "{text}");
+    // edit_file: the error comes back, and goes with the revert.
+    let (is_error, text) = client.call(
+        "edit_file",
+        json!({"path": main, "edits": [{"oldText": "helper(1)", "newText": "helper(\"one\")"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains(&format!(
+            "\n{main}:3:8: error: Argument of type \"Literal['one']\""
+        )),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "edit_file",
+        json!({"path": main, "edits": [{"oldText": "helper(\"one\")", "newText": "helper(1)"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {main}")), "{text}");
+    assert!(!text.contains("reportArgumentType"), "{text}");
+    // A move: checked under its new name.
+    let moved = root.join("moved.py");
+    let moved = moved.to_str().unwrap();
+    let (is_error, text) = client.call("move_file", json!({"source": main, "destination": moved}));
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {moved}")), "{text}");
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+#[test]
+fn lsp_pyright_errors_in_the_claude_code_surfaces_write_answers() {
+    let Some((bin, _one_at_a_time)) =
+        real_servers("lsp_pyright_errors_in_the_claude_code_surfaces_write_answers")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("util.py"), PY_UTIL).unwrap();
+    let mut client = start_real_with(&bin, dir.path(), &["--surface", "claude-code"]);
+    let main = dir.path().join("main.py");
+    let main = main.to_str().unwrap();
+    let (is_error, text) = client.call("Write", json!({"file_path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    // Each Edit turns the previous call's text into a new broken one.
+    let text = edit_until(
+        &mut client,
+        "Edit",
+        |n| {
+            let old = if n == 1 {
+                "helper(1)".to_owned()
+            } else {
+                format!("helper(\"{}\")", n - 1)
+            };
+            json!({"file_path": main, "old_string": old, "new_string": format!("helper(\"{n}\")")})
+        },
+        "<new-diagnostics>",
+    );
+    assert!(
+        text.starts_with(&format!(
+            "The file {main} has been updated successfully.\n\n<new-diagnostics>The following new diagnostic issues were detected:\n\nmain.py:\n  ✘ [Line 3:8] Argument of type \"Literal["
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("[reportArgumentType] (Pyright)</new-diagnostics>"),
+        "{text}"
+    );
+    // The revert: Claude Code's own answer, nothing added.
+    let current = std::fs::read_to_string(dir.path().join("main.py")).unwrap();
+    let (is_error, text) = client.call("Write", json!({"file_path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    assert_ne!(current, PY_CLEAN);
+    assert_eq!(
+        text,
+        format!("The file {main} has been updated successfully.")
+    );
+    let (is_error, text) = client.call(
+        "MultiEdit",
+        json!({"file_path": main, "edits": [{"old_string": "helper(1)", "new_string": "helper(\"x\")"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("<new-diagnostics>") && text.contains("main.py:\n  ✘ [Line 3:8]"),
+        "{text}"
     );
     drop(client.take_stdin());
     client.wait_exit(Duration::from_secs(15));
