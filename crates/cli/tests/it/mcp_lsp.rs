@@ -931,3 +931,58 @@ fn lsp_pyright_errors_in_the_claude_code_surfaces_write_answers() {
     drop(client.take_stdin());
     client.wait_exit(Duration::from_secs(15));
 }
+
+#[test]
+fn lsp_pyright_sees_changes_made_by_bash() {
+    let Some((bin, _one_at_a_time)) = real_servers("lsp_pyright_sees_changes_made_by_bash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = start_real(&bin, dir.path());
+    write(&mut client, "util.py", PY_UTIL);
+    let text = write_until_checked(&mut client, "main.py", PY_CLEAN);
+    assert!(text.contains("no errors in main.py"), "{text}");
+    // The file asked about, broken by a command.
+    let (is_error, text) = client.call(
+        "bash",
+        json!({"command": "printf 'from util import helper\\n\\nhelper(\"one\")\\n' > main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("main.py:3:8: error: Argument of type \"Literal['one']\"")
+            && text.contains("[reportArgumentType]"),
+        "{text}"
+    );
+    write(&mut client, "main.py", PY_CLEAN);
+    // Another open file, changed by a command: the file asked about is
+    // unchanged, yet its errors follow the other's new text.
+    let (is_error, text) = client.call(
+        "bash",
+        json!({"command": "sed -i 's/x: int/x: str/' util.py"}),
+    );
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("main.py:3:8: error: Argument of type \"Literal[1]\"")
+            && text.contains("[reportArgumentType]"),
+        "{text}"
+    );
+    // And navigation answers for the text now there.
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "hover", "path": "main.py", "line": 3, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.contains("(x: str) -> int"), "{text}");
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
