@@ -242,24 +242,7 @@ pub(crate) fn answer_failure(err: RequestError) -> ToolResult<String> {
 }
 
 fn hover(result: &Value) -> String {
-    let contents = result.get("contents");
-    let mut text = match contents {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(o)) => o
-            .get("value")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| {
-                p.as_str()
-                    .or_else(|| p.get("value").and_then(Value::as_str))
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => String::new(),
-    };
+    let mut text = agent_tools_lsp::hover_text(result);
     if text.trim().is_empty() {
         return "no hover information there".to_owned();
     }
