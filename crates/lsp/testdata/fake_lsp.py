@@ -8,8 +8,8 @@ FAKE_LSP_MODE picks the behaviour:
   crash     exit with code 3 (after a stderr line) on the first didOpen
   noinit    never answer initialize
   slowinit  answer initialize after 1.5 s
-textDocument/rename renames every whole-word occurrence in the document
-asked about, unless newName says otherwise: REFUSED answers an error,
+textDocument/rename renames every whole-word occurrence in the open
+documents, unless newName says otherwise: REFUSED answers an error,
 NOTHING answers null, OUTSIDE adds an edit of a file outside any workspace,
 CREATE answers a file creation.
 A line containing ERROR gets an error at that column (code E1), WARN a
@@ -163,13 +163,17 @@ while True:
             if m.start() <= p["character"] <= m.end():
                 word = m.group(0)
                 break
-        edits = []
-        for n, l in enumerate(lines):
-            for m in re.finditer(r"\b%s\b" % re.escape(word or "\0"), l):
-                edits.append({"range": {"start": {"line": n, "character": m.start()},
-                                        "end": {"line": n, "character": m.end()}},
-                              "newText": new})
-        changes = {uri: edits}
+        # Every open document, the one asked about first.
+        changes = {}
+        for doc_uri in [uri] + [u for u in docs if u != uri]:
+            edits = []
+            for n, l in enumerate(docs.get(doc_uri, "").split("\n")):
+                for m in re.finditer(r"\b%s\b" % re.escape(word or "\0"), l):
+                    edits.append({"range": {"start": {"line": n, "character": m.start()},
+                                            "end": {"line": n, "character": m.end()}},
+                                  "newText": new})
+            if edits:
+                changes[doc_uri] = edits
         if new == "OUTSIDE":
             changes["file:///outside-the-workspace/x.fk"] = [
                 {"range": {"start": {"line": 0, "character": 0},

@@ -986,3 +986,40 @@ fn lsp_pyright_sees_changes_made_by_bash() {
     drop(client.take_stdin());
     client.wait_exit(Duration::from_secs(15));
 }
+
+#[test]
+fn lsp_a_rename_is_one_call_of_the_journal_and_undone_whole() {
+    let setup = Setup::new();
+    let state = setup.side.path().join("journal");
+    let state = state.to_str().unwrap();
+    let args = setup.fake_args("normal", &["--journal", "--journal-dir", state]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    write(&mut client, "b.fk", "def helper\n");
+    write(&mut client, "c.fk", "helper()\r\nhelper()\r\n");
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 1, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "renamed `helper` to `assist`: 3 edits in 2 files\nb.fk: 1 edit\nc.fk: 2 edits\n"
+        ),
+        "{text}"
+    );
+    let read = |name: &str| std::fs::read_to_string(setup.dir.path().join(name)).unwrap();
+    assert_eq!(read("c.fk"), "assist()\r\nassist()\r\n");
+    let (is_error, listing) = client.call("changes", json!({"limit": 1}));
+    assert!(!is_error, "{listing}");
+    assert!(listing.contains("rename_symbol"), "{listing}");
+    let id: u64 = listing
+        .strip_prefix("call ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{listing}"));
+    let (is_error, text) = client.call("undo", json!({"call": id}));
+    assert!(!is_error, "{text}");
+    assert_eq!(read("b.fk"), "def helper\n");
+    assert_eq!(read("c.fk"), "helper()\r\nhelper()\r\n");
+    client.shutdown();
+}
