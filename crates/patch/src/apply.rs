@@ -71,7 +71,8 @@ pub struct Replacement {
 ///
 /// # Errors
 ///
-/// [`PatchError::DuplicatePath`] for a file named twice, and the store's
+/// [`PatchError::DuplicatePath`] for a file named twice (its line 0: there
+/// is no patch text), and the store's
 /// errors (a file not writable, changed meanwhile, a failed write) after
 /// the files already written are restored.
 pub fn replace_all<S: FileStore + ?Sized>(
