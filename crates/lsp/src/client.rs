@@ -66,6 +66,28 @@ struct Doc {
     /// The count of publications when its text was last sent: a
     /// publication after it is about that text.
     sent_mark: u64,
+    /// The file as it was on disk when its text was read, to notice a
+    /// change made outside the tools (by a command) before the next request.
+    stamp: Option<Stamp>,
+}
+
+/// What a file looked like on disk: a change in size, time or identity
+/// means its text is read again (and sent, if it differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+            inode: std::os::unix::fs::MetadataExt::ino(meta),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -197,6 +219,49 @@ impl LspClient {
         })
     }
 
+    /// The text and version tracked for `path`, if it is open (tests).
+    #[cfg(test)]
+    pub(crate) fn open_text(&self, path: &Path) -> Option<(String, i32)> {
+        let index = self.slot_index(path)?;
+        let slot = lock(&self.slots[index]);
+        slot.docs
+            .get(path)
+            .map(|doc| (doc.text.clone(), doc.version))
+    }
+
+    /// The version and count of the diagnostics last published for
+    /// `path` (tests).
+    #[cfg(test)]
+    pub(crate) fn published(&self, path: &Path) -> Option<(Option<i32>, usize)> {
+        let index = self.slot_index(path)?;
+        let slot = lock(&self.slots[index]);
+        let Phase::Ready { conn, .. } = &slot.phase else {
+            return None;
+        };
+        let state = conn.shared.lock();
+        state
+            .published
+            .get(path)
+            .map(|p| (p.version, p.items.len()))
+    }
+
+    /// After `path` was moved away or deleted: the server forgets it
+    /// (`didClose`), so no answer is given for a file that is gone.
+    pub fn closed(&self, path: &Path) {
+        let Some(index) = self.slot_index(path) else {
+            return;
+        };
+        let mut slot = lock(&self.slots[index]);
+        if slot.docs.remove(path).is_some()
+            && let Phase::Ready { conn, .. } = &slot.phase
+        {
+            let _ = conn.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": path_to_uri(path)}}),
+            );
+        }
+    }
+
     /// The diagnostics of `path` now (after bringing the server up to date
     /// with the file on disk), waiting as after a write.
     pub fn diagnostics(&self, path: &Path, cancel: &AtomicBool) -> Result<Report, RequestError> {
@@ -223,8 +288,8 @@ impl LspClient {
     ) -> (String, Outcome) {
         let mut slot = lock(&self.slots[index]);
         let server = slot.spec.name.clone();
-        let text = match read_document(path) {
-            Ok(text) => text,
+        let (text, stamp) = match read_document(path) {
+            Ok(read) => read,
             Err(reason) => return (server, Outcome::Note(Note::Unreadable { reason })),
         };
         let cancelled = || cancel.load(Ordering::Relaxed);
@@ -248,20 +313,29 @@ impl LspClient {
             Ok(conn) => conn,
             Err(note) => {
                 // Kept, so the text is sent once the server is up.
-                remember(&mut slot, path, text);
+                remember(&mut slot, path, text, stamp);
                 return (server, Outcome::Note(note));
             }
         };
         let pull = matches!(slot.phase, Phase::Ready { pull: true, .. });
         let mark = conn.shared.lock().generation;
-        let (version, fresh_after) = match sync(&mut slot, &conn, path, text.clone(), written, mark)
-        {
-            Ok(synced) => synced,
+        // Other open files changed on disk (by a command) are sent first:
+        // this file's diagnostics may depend on them.
+        let others = match refresh_others(&mut slot, &conn, Some(path), mark) {
+            Ok(others) => others,
             Err(err) => {
                 let note = self.crashed(&mut slot, err.to_string());
                 return (server, Outcome::Note(note));
             }
         };
+        let (version, fresh_after) =
+            match sync(&mut slot, &conn, path, text.clone(), stamp, written, mark) {
+                Ok(synced) => synced,
+                Err(err) => {
+                    let note = self.crashed(&mut slot, err.to_string());
+                    return (server, Outcome::Note(note));
+                }
+            };
         drop(slot);
 
         let items = if pull {
@@ -289,15 +363,33 @@ impl LspClient {
             // version is taken at its first publication after the text was
             // sent (an unchanged text is not sent again, and such servers
             // do not publish again for it: what they said then stands).
-            let fresh = |state: &crate::conn::State| {
-                state.published.get(path).is_some_and(|p| match p.version {
-                    Some(v) => v == version,
-                    None => p.generation > fresh_after,
-                })
+            //
+            // When other files were sent first, a set published after them
+            // is waited for (the server checks this file again against
+            // them); a server that publishes nothing new, as its set did
+            // not change, leaves the set it gave for this version.
+            let fresh_since = |newer_than: u64| {
+                move |state: &crate::conn::State| {
+                    state.published.get(path).is_some_and(|p| {
+                        p.generation > newer_than
+                            && match p.version {
+                                Some(v) => v == version,
+                                None => p.generation > fresh_after,
+                            }
+                    })
+                }
             };
-            let arrived = conn.shared.wait_until(deadline, |state| {
+            let fresh = fresh_since(if others { mark } else { 0 });
+            let mut arrived = conn.shared.wait_until(deadline, |state| {
                 fresh(state) || state.exited.is_some() || cancelled()
             });
+            let fresh = if others && !fresh(&conn.shared.lock()) {
+                let cached = fresh_since(0);
+                arrived = cached(&conn.shared.lock());
+                cached
+            } else {
+                fresh
+            };
             let versionless = {
                 let state = conn.shared.lock();
                 state
@@ -378,19 +470,23 @@ impl LspClient {
         let cancelled = || cancel.load(Ordering::Relaxed);
         let mut slot = lock(&self.slots[index]);
         let server = slot.spec.name.clone();
-        let text = read_document(path).map_err(|reason| RequestError::NotReady {
+        let (text, stamp) = read_document(path).map_err(|reason| RequestError::NotReady {
             server: server.clone(),
             note: Note::Unreadable { reason },
         })?;
         let conn = match self.ready(&mut slot, deadline, &cancelled) {
             Ok(conn) => conn,
             Err(note) => {
-                remember(&mut slot, path, text);
+                remember(&mut slot, path, text, stamp);
                 return Err(RequestError::NotReady { server, note });
             }
         };
         let mark = conn.shared.lock().generation;
-        if let Err(err) = sync(&mut slot, &conn, path, text, false, mark) {
+        // Every open file changed on disk is sent first, so no answer is
+        // given for text that is no longer there.
+        let synced = refresh_others(&mut slot, &conn, Some(path), mark)
+            .and_then(|_| sync(&mut slot, &conn, path, text, stamp, false, mark));
+        if let Err(err) = synced {
             let note = self.crashed(&mut slot, err.to_string());
             return Err(RequestError::NotReady { server, note });
         }
@@ -426,6 +522,11 @@ impl LspClient {
                 server: server.clone(),
                 note,
             })?;
+        let mark = conn.shared.lock().generation;
+        if let Err(err) = refresh_others(&mut slot, &conn, None, mark) {
+            let note = self.crashed(&mut slot, err.to_string());
+            return Err(RequestError::NotReady { server, note });
+        }
         drop(slot);
         Ok(conn.request(method, params, deadline, &cancelled)?)
     }
@@ -678,8 +779,11 @@ fn code_of(d: &lsp_types::Diagnostic) -> Option<String> {
     })
 }
 
-fn read_document(path: &Path) -> Result<String, String> {
+/// The text of `path`, and how the file looked before it was read (so a
+/// change while reading shows as a different stamp next time).
+fn read_document(path: &Path) -> Result<(String, Stamp), String> {
     let meta = std::fs::metadata(path).map_err(|err| format!("cannot read it: {err}"))?;
+    let stamp = Stamp::of(&meta);
     if meta.len() > MAX_DOCUMENT_BYTES {
         return Err(format!(
             "the file is larger than {} MiB",
@@ -687,18 +791,75 @@ fn read_document(path: &Path) -> Result<String, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|err| format!("cannot read it: {err}"))?;
-    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_owned())
+    let text = String::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
+    Ok((text, stamp))
+}
+
+/// Sends the documents open in the server, other than `except`, whose file
+/// changed on disk since their text was read (a command or another process
+/// wrote it): the new text when it differs, or `didClose` when the file is
+/// gone or can no longer be sent. Costs one `stat` per open document.
+/// Returns whether anything was sent; publications after `mark` are then
+/// about the new texts.
+fn refresh_others(
+    slot: &mut Slot,
+    conn: &Connection,
+    except: Option<&Path>,
+    mark: u64,
+) -> Result<bool, LspError> {
+    let generation = slot.generation;
+    let mut sent = false;
+    let mut gone = Vec::new();
+    for (path, doc) in &mut slot.docs {
+        if doc.opened_in != generation || Some(path.as_path()) == except {
+            continue;
+        }
+        let now = std::fs::metadata(path).map(|meta| Stamp::of(&meta));
+        if now.as_ref().ok() == doc.stamp.as_ref() {
+            continue;
+        }
+        let uri = path_to_uri(path);
+        match read_document(path) {
+            Ok((text, stamp)) => {
+                doc.stamp = Some(stamp);
+                if text != doc.text {
+                    doc.version += 1;
+                    doc.text = text;
+                    doc.sent_mark = mark;
+                    conn.notify(
+                        "textDocument/didChange",
+                        json!({"textDocument": {"uri": uri, "version": doc.version},
+                            "contentChanges": [{"text": doc.text}]}),
+                    )?;
+                    sent = true;
+                }
+            }
+            Err(_) => {
+                conn.notify(
+                    "textDocument/didClose",
+                    json!({"textDocument": {"uri": uri}}),
+                )?;
+                gone.push(path.clone());
+                sent = true;
+            }
+        }
+    }
+    for path in gone {
+        slot.docs.remove(&path);
+    }
+    Ok(sent)
 }
 
 /// Tracks `text` as the latest of `path` without sending it (the server is
 /// not up): it is opened when the server is.
-fn remember(slot: &mut Slot, path: &Path, text: String) {
+fn remember(slot: &mut Slot, path: &Path, text: String, stamp: Stamp) {
     slot.clock += 1;
     let used = slot.clock;
     match slot.docs.get_mut(path) {
         Some(doc) => {
             doc.text = text;
             doc.used = used;
+            doc.stamp = Some(stamp);
         }
         None => {
             evict(slot);
@@ -710,6 +871,7 @@ fn remember(slot: &mut Slot, path: &Path, text: String) {
                     opened_in: 0,
                     used,
                     sent_mark: 0,
+                    stamp: Some(stamp),
                 },
             );
         }
@@ -749,6 +911,7 @@ fn sync(
     conn: &Connection,
     path: &Path,
     text: String,
+    stamp: Stamp,
     written: bool,
     mark: u64,
 ) -> Result<(i32, u64), LspError> {
@@ -770,8 +933,10 @@ fn sync(
         opened_in: 0,
         used,
         sent_mark: 0,
+        stamp: None,
     });
     doc.used = used;
+    doc.stamp = Some(stamp);
     if doc.opened_in != generation {
         doc.version += 1;
         doc.text = text;

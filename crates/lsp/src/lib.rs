@@ -49,6 +49,7 @@
 
 mod client;
 mod conn;
+pub mod edit;
 pub mod framing;
 pub mod position;
 mod report;
@@ -63,7 +64,9 @@ pub use client::{
     SHUTDOWN_GRACE, ServerStatus,
 };
 pub use lsp_types;
-pub use report::{FileDiagnostic, MAX_LISTED, Note, Outcome, Report, Severity, symbol_kind_name};
+pub use report::{
+    FileDiagnostic, MAX_LISTED, Note, Outcome, Report, Severity, hover_text, symbol_kind_name,
+};
 pub use servers::{
     CRASH_WINDOW, DEFAULT_MAX_RESTARTS, DEFAULT_STARTUP_TIMEOUT, ServerConfigError, ServerSpec,
     builtin_servers, find_program, parse_lsp_json,

@@ -274,3 +274,49 @@ pub fn symbol_kind_name(kind: &serde_json::Value) -> Option<&'static str> {
     let index = usize::try_from(kind.as_u64()?).ok()?.checked_sub(1)?;
     KINDS.get(index).copied()
 }
+
+/// The text of a `textDocument/hover` answer: its `contents` as a string, a
+/// `MarkupContent` or `MarkedString` (`value`), or a list of those joined
+/// by blank lines; empty when there is none. Each surface words the
+/// answer around it.
+pub fn hover_text(result: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match result.get("contents") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => o
+            .get("value")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| {
+                p.as_str()
+                    .or_else(|| p.get("value").and_then(Value::as_str))
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hover_text;
+    use serde_json::json;
+
+    #[test]
+    fn hover_text_takes_every_shape_of_contents() {
+        assert_eq!(hover_text(&json!({"contents": "plain"})), "plain");
+        assert_eq!(
+            hover_text(&json!({"contents": {"kind": "markdown", "value": "int"}})),
+            "int"
+        );
+        assert_eq!(
+            hover_text(&json!({"contents": ["a", {"language": "python", "value": "b"}, 3]})),
+            "a\n\nb"
+        );
+        assert_eq!(hover_text(&json!(null)), "");
+        assert_eq!(hover_text(&json!({"contents": 5})), "");
+    }
+}

@@ -8,12 +8,17 @@ FAKE_LSP_MODE picks the behaviour:
   crash     exit with code 3 (after a stderr line) on the first didOpen
   noinit    never answer initialize
   slowinit  answer initialize after 1.5 s
+textDocument/rename renames every whole-word occurrence in the open
+documents, unless newName says otherwise: REFUSED answers an error,
+NOTHING answers null, OUTSIDE adds an edit of a file outside any workspace,
+CREATE answers a file creation.
 A line containing ERROR gets an error at that column (code E1), WARN a
 warning. FAKE_LSP_PIDS, when set, names a file this process appends its pid
 to.
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -91,7 +96,7 @@ while True:
               "params": {"items": [{"section": "fake"}]}})
         caps = {"textDocumentSync": 1, "definitionProvider": True, "referencesProvider": True,
                 "hoverProvider": True, "documentSymbolProvider": True,
-                "workspaceSymbolProvider": True}
+                "workspaceSymbolProvider": True, "renameProvider": True}
         if MODE == "pull":
             caps["diagnosticProvider"] = {"interFileDependencies": False,
                                           "workspaceDiagnostics": False}
@@ -135,6 +140,45 @@ while True:
         uri = next(iter(docs), "file:///nowhere")
         send({"jsonrpc": "2.0", "id": msg["id"], "result": [
             {"name": params.get("query", ""), "kind": 12, "location": loc(uri, 0, 4)}]})
+    elif method == "textDocument/rename":
+        uri = params["textDocument"]["uri"]
+        new = params["newName"]
+        p = params["position"]
+        text = docs.get(uri, "")
+        if new == "REFUSED":
+            send({"jsonrpc": "2.0", "id": msg["id"],
+                  "error": {"code": -32803, "message": "cannot rename this symbol"}})
+            continue
+        if new == "NOTHING":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            continue
+        if new == "CREATE":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"documentChanges": [
+                {"kind": "create", "uri": uri + ".new"}]}})
+            continue
+        lines = text.split("\n")
+        line = lines[p["line"]]
+        word = None
+        for m in re.finditer(r"\w+", line):
+            if m.start() <= p["character"] <= m.end():
+                word = m.group(0)
+                break
+        # Every open document, the one asked about first.
+        changes = {}
+        for doc_uri in [uri] + [u for u in docs if u != uri]:
+            edits = []
+            for n, l in enumerate(docs.get(doc_uri, "").split("\n")):
+                for m in re.finditer(r"\b%s\b" % re.escape(word or "\0"), l):
+                    edits.append({"range": {"start": {"line": n, "character": m.start()},
+                                            "end": {"line": n, "character": m.end()}},
+                                  "newText": new})
+            if edits:
+                changes[doc_uri] = edits
+        if new == "OUTSIDE":
+            changes["file:///outside-the-workspace/x.fk"] = [
+                {"range": {"start": {"line": 0, "character": 0},
+                           "end": {"line": 0, "character": 0}}, "newText": "x"}]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"changes": changes}})
     elif "id" in msg and method is not None:
         send({"jsonrpc": "2.0", "id": msg["id"],
               "error": {"code": -32601, "message": "unknown"}})

@@ -51,6 +51,58 @@ pub fn check<S: FileStore + ?Sized>(patch: &Patch, store: &S) -> Result<Report, 
     Ok(stage(patch, store)?.report)
 }
 
+/// A whole file's new content, for [`replace_all`]: `data` replaces
+/// `previous`, which the caller read through the same store (so the store
+/// knows the file as it was, and a change by anyone else since fails the
+/// write instead of being overwritten).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The file, as the store names it.
+    pub path: String,
+    /// Its content as read.
+    pub previous: Vec<u8>,
+    /// Its new content.
+    pub data: Vec<u8>,
+}
+
+/// Replaces the content of existing files all or nothing, with the commit
+/// and rollback of [`apply`]: for edits computed elsewhere (a language
+/// server's rename), which need no hunks matched.
+///
+/// # Errors
+///
+/// [`PatchError::DuplicatePath`] for a file named twice (its line 0: there
+/// is no patch text), and the store's
+/// errors (a file not writable, changed meanwhile, a failed write) after
+/// the files already written are restored.
+pub fn replace_all<S: FileStore + ?Sized>(
+    replacements: &[Replacement],
+    store: &mut S,
+) -> Result<(), PatchError> {
+    let mut claimed = BTreeSet::new();
+    let mut ops = Vec::with_capacity(replacements.len());
+    for replacement in replacements {
+        let path = replacement.path.as_str();
+        if !claimed.insert(path) {
+            return Err(PatchError::DuplicatePath {
+                path: path.to_owned(),
+                line: 0,
+            });
+        }
+        check_writable(store, path)?;
+        ops.push(Op::Write {
+            path: path.to_owned(),
+            data: replacement.data.clone(),
+            previous: Some(replacement.previous.clone()),
+        });
+    }
+    let staged = Staged {
+        ops,
+        report: Report { files: Vec::new() },
+    };
+    commit(&staged, store)
+}
+
 enum Op {
     Remove {
         path: String,

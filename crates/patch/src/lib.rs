@@ -78,7 +78,7 @@ mod parse;
 mod report;
 mod store;
 
-pub use apply::{apply, apply_patch, check};
+pub use apply::{Replacement, apply, apply_patch, check, replace_all};
 pub use error::{Closest, ErrorKind, ExpectedLines, PatchError};
 pub use model::{FilePatch, Format, Hunk, HunkLine, LineKind, Operation, Patch};
 pub use parse::parse;

@@ -37,11 +37,17 @@ pub(crate) fn write(
     if let Some(seen) = seen {
         session.record(path.abs(), seen);
     }
-    Ok(if existed {
+    let answer = if existed {
         messages::updated(raw)
     } else {
         messages::created(raw)
-    })
+    };
+    Ok(crate::diagnostics::after_write(
+        services,
+        path.abs(),
+        answer,
+        call,
+    ))
 }
 
 pub(crate) fn edit(services: &Services, args: EditArgs, call: &CallContext) -> ToolResult<String> {
@@ -51,7 +57,7 @@ pub(crate) fn edit(services: &Services, args: EditArgs, call: &CallContext) -> T
         replace_all: args.replace_all,
     };
     let replace_all = item.replace_all;
-    edit_file(
+    let path = edit_file(
         services,
         &args.file_path,
         &[item],
@@ -61,11 +67,17 @@ pub(crate) fn edit(services: &Services, args: EditArgs, call: &CallContext) -> T
             message
         },
     )?;
-    Ok(if replace_all {
+    let answer = if replace_all {
         messages::updated_all(&args.file_path)
     } else {
         messages::updated(&args.file_path)
-    })
+    };
+    Ok(crate::diagnostics::after_write(
+        services,
+        path.abs(),
+        answer,
+        call,
+    ))
 }
 
 pub(crate) fn multi_edit(
@@ -80,25 +92,31 @@ pub(crate) fn multi_edit(
         ));
     }
     let total = args.edits.len();
-    edit_file(
+    let path = edit_file(
         services,
         &args.file_path,
         &args.edits,
         call,
         |index, message| messages::in_edit(index + 1, total, &message),
     )?;
-    Ok(messages::updated_multi(&args.file_path, total))
+    let answer = messages::updated_multi(&args.file_path, total);
+    Ok(crate::diagnostics::after_write(
+        services,
+        path.abs(),
+        answer,
+        call,
+    ))
 }
 
 /// Applies `edits` to one file, in order, all or nothing. `name` words a
-/// failure of edit `index`.
+/// failure of edit `index`. Returns the file edited.
 fn edit_file(
     services: &Services,
     raw: &str,
     edits: &[EditItem],
     call: &CallContext,
     name: impl Fn(usize, String) -> String,
-) -> ToolResult<()> {
+) -> ToolResult<ConfinedPath> {
     let session = session_of(call)?;
     let named = |index: usize, err: ToolError| rename(err, |message| name(index, message));
     for (index, item) in edits.iter().enumerate() {
@@ -167,7 +185,7 @@ fn edit_file(
     if let Some(seen) = seen {
         session.record(path.abs(), seen);
     }
-    Ok(())
+    Ok(path)
 }
 
 /// The same error with its message reworded.

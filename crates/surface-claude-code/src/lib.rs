@@ -28,6 +28,7 @@ use agent_tools_surface_default::{DefaultSurface, Services};
 
 mod args;
 mod cells;
+mod diagnostics;
 mod edit;
 mod lsp;
 mod messages;

@@ -227,23 +227,7 @@ fn references(result: &Value, shown: &dyn Fn(&Path) -> String) -> String {
 }
 
 fn hover(result: &Value, line: u64, character: u64) -> String {
-    let text = match result.get("contents") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(o)) => o
-            .get("value")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| {
-                p.as_str()
-                    .or_else(|| p.get("value").and_then(Value::as_str))
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => String::new(),
-    };
+    let text = agent_tools_lsp::hover_text(result);
     if text.trim().is_empty() {
         return "No hover information available at this position.".to_owned();
     }

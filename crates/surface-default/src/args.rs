@@ -90,3 +90,27 @@ pub(crate) struct LspArgs {
     #[schemars(range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
 }
+
+/// Arguments of `rename_symbol`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RenameSymbolArgs {
+    /// The file the symbol is written in (relative to the workspace root,
+    /// or absolute inside it).
+    pub(crate) path: String,
+    /// The line the symbol is on, from 1.
+    #[schemars(range(min = 1))]
+    pub(crate) line: u32,
+    /// The identifier as written on that line.
+    pub(crate) symbol: String,
+    /// The column (from 1, in characters) of the occurrence meant, when the
+    /// symbol occurs more than once on the line.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub(crate) column: Option<u32>,
+    /// The new name.
+    pub(crate) new_name: String,
+    /// Show the change as a diff and write nothing (default false).
+    #[serde(default)]
+    pub(crate) dry_run: bool,
+}

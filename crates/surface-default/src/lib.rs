@@ -44,6 +44,7 @@ mod files;
 mod jobs;
 mod lsp;
 mod patch;
+mod rename;
 mod services;
 
 pub use bash::{
@@ -72,7 +73,7 @@ pub fn open(config: Config) -> Result<AgentTools, StartupError> {
 
 /// Each tool's title and hints, side by side so that their truth can be
 /// checked at a glance (a test checks the table covers every tool).
-const TITLES_AND_HINTS: [(&str, &str, Hints); 15] = [
+const TITLES_AND_HINTS: [(&str, &str, Hints); 16] = [
     ("read_file", "Read file", Hints::READ),
     ("list_dir", "List directory", Hints::READ),
     ("glob", "Find files by glob", Hints::READ),
@@ -91,6 +92,8 @@ const TITLES_AND_HINTS: [(&str, &str, Hints); 15] = [
     ("job_list", "List jobs", Hints::READ),
     // Asks a language server; changes nothing.
     ("lsp", "Ask the language server", Hints::READ),
+    // Renaming again finds the old name gone (or renames a new one).
+    ("rename_symbol", "Rename symbol", Hints::EDIT),
 ];
 
 impl Surface for DefaultSurface {
@@ -160,6 +163,7 @@ pub(crate) fn all() -> Vec<ToolDef<Services>> {
     tools.push(bash::bash_tool());
     tools.extend(jobs::job_tools());
     tools.push(lsp::lsp_tool());
+    tools.push(rename::rename_tool());
     tools
         .into_iter()
         .map(|tool| {

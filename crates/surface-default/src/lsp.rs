@@ -133,7 +133,19 @@ fn unreachable_operation() -> Result<Value, RequestError> {
 /// The LSP position (0-based line, UTF-16 column) of the symbol on the
 /// line the arguments name.
 fn position(text: &str, args: &LspArgs, shown: &str) -> ToolResult<(u32, u32)> {
-    let line_no = args.line.ok_or_else(|| {
+    position_at(text, args.line, args.symbol.as_deref(), args.column, shown)
+}
+
+/// The LSP position of `symbol` (or `column`) on 1-based line `line`
+/// (see [`position`]).
+pub(crate) fn position_at(
+    text: &str,
+    line: Option<u32>,
+    symbol: Option<&str>,
+    column: Option<u32>,
+    shown: &str,
+) -> ToolResult<(u32, u32)> {
+    let line_no = line.ok_or_else(|| {
         ToolError::invalid_input("this operation needs line (and symbol): the 1-based line")
     })?;
     let Some(line) = text.lines().nth(line_no.saturating_sub(1) as usize) else {
@@ -143,7 +155,7 @@ fn position(text: &str, args: &LspArgs, shown: &str) -> ToolResult<(u32, u32)> {
         )));
     };
     let chars: Vec<char> = line.chars().collect();
-    let column = match args.symbol.as_deref().filter(|s| !s.is_empty()) {
+    let column = match symbol.filter(|s| !s.is_empty()) {
         Some(symbol) => {
             let wanted: Vec<char> = symbol.chars().collect();
             let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
@@ -155,7 +167,7 @@ fn position(text: &str, args: &LspArgs, shown: &str) -> ToolResult<(u32, u32)> {
                     before && after
                 })
                 .collect();
-            let pick = match args.column {
+            let pick = match column {
                 Some(col) => {
                     let col = col as usize - 1;
                     starts
@@ -170,7 +182,7 @@ fn position(text: &str, args: &LspArgs, shown: &str) -> ToolResult<(u32, u32)> {
                     ErrorCode::NoMatch,
                     format!(
                         "{shown}:{line_no}: `{symbol}` does not occur there{}; the line is: {}",
-                        if args.column.is_some() && !starts.is_empty() {
+                        if column.is_some() && !starts.is_empty() {
                             " at that column"
                         } else {
                             ""
@@ -180,7 +192,7 @@ fn position(text: &str, args: &LspArgs, shown: &str) -> ToolResult<(u32, u32)> {
                 )
             })?
         }
-        None => match args.column {
+        None => match column {
             Some(col) => (col as usize - 1).min(chars.len()),
             None => {
                 return Err(ToolError::invalid_input(
@@ -217,7 +229,7 @@ fn calls(
 /// Failures that leave the agent something to do instead (no server, not
 /// ready yet) are answers with one bracketed line; a request that failed
 /// or timed out is an error.
-fn answer_failure(err: RequestError) -> ToolResult<String> {
+pub(crate) fn answer_failure(err: RequestError) -> ToolResult<String> {
     match err {
         RequestError::NoServer(_) | RequestError::NotReady { .. } => {
             Ok(format!("[{err}; use grep meanwhile]"))
@@ -230,24 +242,7 @@ fn answer_failure(err: RequestError) -> ToolResult<String> {
 }
 
 fn hover(result: &Value) -> String {
-    let contents = result.get("contents");
-    let mut text = match contents {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(o)) => o
-            .get("value")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| {
-                p.as_str()
-                    .or_else(|| p.get("value").and_then(Value::as_str))
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => String::new(),
-    };
+    let mut text = agent_tools_lsp::hover_text(result);
     if text.trim().is_empty() {
         return "no hover information there".to_owned();
     }

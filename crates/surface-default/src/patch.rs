@@ -12,7 +12,7 @@ use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_fs::{Expected, FileStamp, StagedWrite};
 use agent_tools_patch::{
     ErrorKind as PatchErrorKind, FileStore, FlushError, MAX_HELD_WRITES, Operation, Patch,
-    PatchError, StoreError,
+    PatchError, Replacement, StoreError,
 };
 
 use crate::services::Services;
@@ -106,6 +106,20 @@ pub fn apply_patch_text(
             file.operation = Operation::Modify;
         }
     }
+    let report = with_store(services, touched, |store| {
+        agent_tools_patch::apply(&patch, store).map_err(|err| patch_error(&err))
+    })?;
+    Ok((patch, report))
+}
+
+/// Runs `work` on the confined store with the write locks of `touched`
+/// held (in this process and, by file locks, in others), as `apply_patch`
+/// does.
+fn with_store<R>(
+    services: &Services,
+    mut touched: Vec<ConfinedPath>,
+    work: impl FnOnce(&mut ConfinedStore<'_>) -> ToolResult<R>,
+) -> ToolResult<R> {
     touched.sort_by(|a, b| a.abs().cmp(b.abs()));
     touched.dedup();
     let locks: Vec<_> = touched
@@ -124,14 +138,57 @@ pub fn apply_patch_text(
     let _file_locks = services.files.lock_files(&touched)?;
 
     let mut store = ConfinedStore {
-        workspace,
+        workspace: services.files.workspace(),
         max_file_bytes: services.config.max_file_bytes(),
         stamps: RefCell::default(),
         batching: false,
         held: BTreeMap::new(),
     };
-    let report = agent_tools_patch::apply(&patch, &mut store).map_err(|err| patch_error(&err))?;
-    Ok((patch, report))
+    work(&mut store)
+}
+
+/// Rewrites whole files all or nothing, through the store, locks, staging
+/// and rollback `apply_patch` uses (so a journal records it as one call):
+/// each of `paths` is read, `compute` gives every file's new content from
+/// the contents read, and, unless `dry_run`, all are written together.
+/// Returns each file's content before and after.
+pub(crate) fn rewrite_files(
+    services: &Services,
+    paths: &[ConfinedPath],
+    dry_run: bool,
+    compute: impl FnOnce(&[Vec<u8>]) -> ToolResult<Vec<Vec<u8>>>,
+) -> ToolResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    with_store(services, paths.to_vec(), |store| {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let before = names
+            .iter()
+            .map(|name| {
+                store.read(name).map_err(|source| {
+                    patch_error(&PatchError::Store {
+                        path: name.clone(),
+                        source,
+                    })
+                })
+            })
+            .collect::<ToolResult<Vec<_>>>()?;
+        let after = compute(&before)?;
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = before.into_iter().zip(after).collect();
+        if !dry_run {
+            let replacements: Vec<Replacement> = names
+                .into_iter()
+                .zip(&pairs)
+                .filter(|(_, (old, new))| old != new)
+                .map(|(path, (old, new))| Replacement {
+                    path,
+                    previous: old.clone(),
+                    data: new.clone(),
+                })
+                .collect();
+            agent_tools_patch::replace_all(&replacements, store)
+                .map_err(|err| patch_error(&err))?;
+        }
+        Ok(pairs)
+    })
 }
 
 /// `not_a_file` when `path` (already known to resolve inside the root)

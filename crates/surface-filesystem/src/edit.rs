@@ -51,13 +51,18 @@ pub(crate) fn edit_file(
     args: EditFileArgs,
     call: &CallContext,
 ) -> ToolResult<String> {
-    edit_one(
+    let answer = edit_one(
         roots,
         &args.path,
         &args.edits,
         args.dry_run,
         call.cancel.flag(),
-    )
+    )?;
+    if args.dry_run || answer == NO_CHANGES {
+        return Ok(answer);
+    }
+    let (root, path) = roots.resolve(&args.path, Need::Read)?;
+    Ok(crate::with_diagnostics(&root, &path, answer, call))
 }
 
 pub(crate) fn edit_files(

@@ -442,7 +442,7 @@ fn create_parents(workspace: &Workspace, path: &ConfinedPath) -> ToolResult<Vec<
     }
 }
 
-fn write_file(roots: &Roots, args: WriteArgs, _: &CallContext) -> ToolResult<String> {
+fn write_file(roots: &Roots, args: WriteArgs, call: &CallContext) -> ToolResult<String> {
     // Resolved first, so a path outside the roots creates no directory.
     let (root, path) = roots.resolve(&args.path, Need::Write)?;
     let ws = root.workspace();
@@ -458,7 +458,30 @@ fn write_file(roots: &Roots, args: WriteArgs, _: &CallContext) -> ToolResult<Str
         ws.remove_made_dirs(&made);
         return Err(err);
     }
-    Ok(format!("Successfully wrote {}", root.shown(&path)))
+    let answer = format!("Successfully wrote {}", root.shown(&path));
+    Ok(with_diagnostics(&root, &path, answer, call))
+}
+
+/// `answer` with the diagnostics of `path` just written appended after a
+/// blank line, in the default surface's form (`diagnostics (server, 0.3
+/// s):` and `path:line:col: error: message [code]` lines), the path shown
+/// as this surface shows it. Unchanged without `--lsp` or when no server
+/// handles the file.
+pub(crate) fn with_diagnostics(
+    root: &Root,
+    path: &ConfinedPath,
+    answer: String,
+    call: &CallContext,
+) -> String {
+    let reports = root
+        .services()
+        .diagnostics_after_write(&[path.display()], call.cancel.flag());
+    let mut out = answer;
+    for report in reports {
+        out.push_str("\n\n");
+        out.push_str(&report.render_plain(&root.shown(path)));
+    }
+    out
 }
 
 fn create_directory(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
@@ -535,7 +558,7 @@ fn list_allowed_directories(roots: &Roots, _: NoArgs, _: &CallContext) -> ToolRe
     Ok(out)
 }
 
-fn move_file(roots: &Roots, args: MoveArgs, _: &CallContext) -> ToolResult<String> {
+fn move_file(roots: &Roots, args: MoveArgs, call: &CallContext) -> ToolResult<String> {
     // Both ends are entries: the directory holding each decides where it
     // lies (and whether it may be written), the last name is not followed
     // (a symlink is moved itself, as rename(2) moves it).
@@ -585,11 +608,21 @@ fn move_file(roots: &Roots, args: MoveArgs, _: &CallContext) -> ToolResult<Strin
         to_ws.remove_made_dirs(&made);
         return Err(err);
     }
-    Ok(format!(
+    let answer = format!(
         "Successfully moved {} to {}",
         from_root.shown(&source),
         to_root.shown(&destination)
-    ))
+    );
+    // The server forgets the old name; a moved file is checked under its
+    // new one (a directory moved is not walked).
+    if let Some(lsp) = from_root.services().lsp() {
+        lsp.closed(source.abs());
+    }
+    Ok(if meta.is_file() {
+        with_diagnostics(&to_root, &destination, answer, call)
+    } else {
+        answer
+    })
 }
 
 /// The device of the deepest directory above `path` that exists (where a

@@ -261,6 +261,133 @@ fn lsp_servers_end_with_the_server_on_end_of_input_and_on_sigkill() {
     }
 }
 
+fn rename(client: &mut McpClient, args: serde_json::Value) -> (bool, String) {
+    client.call("rename_symbol", args)
+}
+
+#[test]
+fn lsp_default_surface_offers_rename_symbol_only_with_lsp_and_not_read_only() {
+    let setup = Setup::new();
+    let mut plain = McpClient::start_guarded(setup.dir.path(), &[]);
+    assert!(!tool_names(&mut plain).contains(&"rename_symbol".to_owned()));
+    plain.shutdown();
+    let mut client = setup.start_fake("normal");
+    let listed = client.request("tools/list", json!({}));
+    let tools: Vec<_> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "lsp" || t["name"] == "rename_symbol")
+        .cloned()
+        .collect();
+    insta::assert_json_snapshot!("default_lsp_tools", tools);
+    client.shutdown();
+    let args = setup.fake_args("normal", &["--read-only"]);
+    let mut read_only = McpClient::start_with(&args, json!({}), None).guarded();
+    let names = tool_names(&mut read_only);
+    assert!(names.contains(&"lsp".to_owned()), "{names:?}");
+    assert!(!names.contains(&"rename_symbol".to_owned()), "{names:?}");
+    read_only.shutdown();
+}
+
+#[test]
+fn lsp_rename_symbol_applies_the_servers_edit_or_shows_it() {
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    std::fs::write(&file, "def helper\nhelper() # helpers\n").unwrap();
+    let mut client = setup.start_fake("normal");
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist", "dry_run": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "dry run: renaming `helper` to `assist` would make 2 edits in 1 file (nothing written)\nb.fk: 2 edits\n\n--- a/b.fk\n+++ b/b.fk\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n-def helper\n") && text.contains("\n+assist() # helpers"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "def helper\nhelper() # helpers\n"
+    );
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "renamed `helper` to `assist`: 2 edits in 1 file\nb.fk: 2 edits\n\ndiagnostics (fake, "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("no errors in b.fk"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "def assist\nassist() # helpers\n"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_rename_symbol_refusals_change_nothing() {
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    let original = "def helper\nhelper()\n";
+    std::fs::write(&file, original).unwrap();
+    let mut client = setup.start_fake("normal");
+    let cases = [
+        // No such symbol on that line: refused before the server is asked.
+        (
+            json!({"path": "b.fk", "line": 1, "symbol": "nothere", "new_name": "x"}),
+            "no_match",
+            "b.fk:1: `nothere` does not occur there; the line is: def helper",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "REFUSED"}),
+            "invalid_input",
+            "the language server refused to rename `helper`: cannot rename this symbol",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "NOTHING"}),
+            "no_match",
+            "b.fk:2: the language server has nothing to rename at `helper`",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "OUTSIDE"}),
+            "path_escape",
+            "the rename would change /outside-the-workspace/x.fk, outside the workspace; nothing was changed",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "CREATE"}),
+            "invalid_input",
+            "the server's edit would create a file",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": " "}),
+            "invalid_input",
+            "new_name is empty",
+        ),
+    ];
+    for (args, code, message) in cases {
+        let (is_error, text) = rename(&mut client, args.clone());
+        assert!(is_error, "{args}: {text}");
+        let envelope: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(envelope["error"], code, "{args}: {text}");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(message),
+            "{args}: {text}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{args}");
+    }
+    client.shutdown();
+}
+
 // ---- real servers -------------------------------------------------------
 
 /// The folder holding `pyright-langserver` and `typescript-language-server`
@@ -284,6 +411,10 @@ fn real_servers(test: &str) -> Option<(PathBuf, std::sync::MutexGuard<'static, (
 }
 
 fn start_real(bin: &Path, root: &Path) -> McpClient {
+    start_real_with(bin, root, &[])
+}
+
+fn start_real_with(bin: &Path, root: &Path, extra: &[&str]) -> McpClient {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -299,6 +430,7 @@ fn start_real(bin: &Path, root: &Path) -> McpClient {
             "--lsp-wait-ms",
             "5000",
         ])
+        .args(extra)
         .env("PATH", path)
         .stderr(std::process::Stdio::inherit());
     let mut client = agent_tools_test_support::mcp::McpClient::spawn(command).unwrap();
@@ -572,5 +704,322 @@ fn lsp_codex_patches_carry_the_diagnostics_too() {
         text.contains("\none.fk:1:3: error: found error: x ERROR [E1]"),
         "{text}"
     );
+    client.shutdown();
+}
+
+/// Asks until the server answers rather than saying it is still starting
+/// (a cold server loads its libraries first, and pyright answers a rename
+/// with nothing until it has analysed the project), at most
+/// `COLD_START_WAIT`.
+fn call_until_ready(client: &mut McpClient, tool: &str, args: serde_json::Value) -> (bool, String) {
+    let started = Instant::now();
+    loop {
+        let (is_error, text) = client.call(tool, args.clone());
+        if !text.contains("still starting")
+            && !text.contains("still indexing")
+            && !text.contains("nothing to rename")
+        {
+            return (is_error, text);
+        }
+        assert!(started.elapsed() < COLD_START_WAIT, "{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn lsp_pyright_renames_across_files_all_at_once() {
+    let Some((bin, _one_at_a_time)) = real_servers("lsp_pyright_renames_across_files_all_at_once")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let util = "def helper(x: int) -> int:\r\n    return x + 1\r\n";
+    let main = "from util import helper\n\nhelper(1)  # helper\nhelper(2)";
+    std::fs::write(dir.path().join("util.py"), util).unwrap();
+    std::fs::write(dir.path().join("main.py"), main).unwrap();
+    let mut client = start_real(&bin, dir.path());
+    let args = json!({"path": "main.py", "line": 3, "symbol": "helper", "new_name": "assist", "dry_run": true});
+    let (is_error, text) = call_until_ready(&mut client, "rename_symbol", args);
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "dry run: renaming `helper` to `assist` would make 4 edits in 2 files (nothing written)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n+++ b/util.py\n"), "{text}");
+    assert!(text.contains("\n+assist(1)  # helper\n"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("util.py")).unwrap(),
+        util
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
+        main
+    );
+
+    let (is_error, text) = client.call(
+        "rename_symbol",
+        json!({"path": "main.py", "line": 3, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("renamed `helper` to `assist`: 4 edits in 2 files\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nmain.py: 3 edits") && text.contains("\nutil.py: 1 edit"),
+        "{text}"
+    );
+    assert!(text.contains("diagnostics (pyright, "), "{text}");
+    // Byte-exact: line endings, the comment and the missing final newline
+    // are as they were; only the name changed.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("util.py")).unwrap(),
+        "def assist(x: int) -> int:\r\n    return x + 1\r\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
+        "from util import assist\n\nassist(1)  # helper\nassist(2)"
+    );
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+/// Calls `tool` with the arguments `args(n)` gives for n = 1, 2, ... (each
+/// a different text, so each is a change) until the answer contains
+/// `wanted`, at most `COLD_START_WAIT` (a cold server says nothing of the
+/// first texts it is sent).
+fn edit_until(
+    client: &mut McpClient,
+    tool: &str,
+    args: impl Fn(usize) -> serde_json::Value,
+    wanted: &str,
+) -> String {
+    let started = Instant::now();
+    for n in 1.. {
+        let (is_error, text) = client.call(tool, args(n));
+        assert!(!is_error, "{text}");
+        if text.contains(wanted) {
+            return text;
+        }
+        assert!(started.elapsed() < COLD_START_WAIT, "{text}");
+    }
+    unreachable!()
+}
+
+const PY_UTIL: &str = "def helper(x: int) -> int:\n    return x + 1\n";
+const PY_CLEAN: &str = "from util import helper\n\nhelper(1)\n";
+
+#[test]
+fn lsp_pyright_errors_in_the_filesystem_surfaces_write_answers() {
+    let Some((bin, _one_at_a_time)) =
+        real_servers("lsp_pyright_errors_in_the_filesystem_surfaces_write_answers")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("util.py"), PY_UTIL).unwrap();
+    let mut client = start_real_with(&bin, dir.path(), &["--surface", "filesystem"]);
+    let root = dir.path().to_path_buf();
+    let main = root.join("main.py");
+    let main = main.to_str().unwrap();
+    let text = edit_until(
+        &mut client,
+        "write_file",
+        |n| json!({"path": main, "content": format!("from util import helper\n\nhelper(\"{n}\")\n")}),
+        "reportArgumentType",
+    );
+    assert!(
+        text.starts_with(&format!(
+            "Successfully wrote {main}\n\ndiagnostics (pyright, "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("\n{main}:3:8: error: Argument of type \"Literal[")),
+        "{text}"
+    );
+    let (is_error, text) = client.call("write_file", json!({"path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {main}")), "{text}");
+    // edit_file: the error comes back, and goes with the revert.
+    let (is_error, text) = client.call(
+        "edit_file",
+        json!({"path": main, "edits": [{"oldText": "helper(1)", "newText": "helper(\"one\")"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains(&format!(
+            "\n{main}:3:8: error: Argument of type \"Literal['one']\""
+        )),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "edit_file",
+        json!({"path": main, "edits": [{"oldText": "helper(\"one\")", "newText": "helper(1)"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {main}")), "{text}");
+    assert!(!text.contains("reportArgumentType"), "{text}");
+    // A move: checked under its new name.
+    let moved = root.join("moved.py");
+    let moved = moved.to_str().unwrap();
+    let (is_error, text) = client.call("move_file", json!({"source": main, "destination": moved}));
+    assert!(!is_error, "{text}");
+    assert!(text.ends_with(&format!("\nno errors in {moved}")), "{text}");
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+#[test]
+fn lsp_pyright_errors_in_the_claude_code_surfaces_write_answers() {
+    let Some((bin, _one_at_a_time)) =
+        real_servers("lsp_pyright_errors_in_the_claude_code_surfaces_write_answers")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("util.py"), PY_UTIL).unwrap();
+    let mut client = start_real_with(&bin, dir.path(), &["--surface", "claude-code"]);
+    let main = dir.path().join("main.py");
+    let main = main.to_str().unwrap();
+    let (is_error, text) = client.call("Write", json!({"file_path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    // Each Edit turns the previous call's text into a new broken one.
+    let text = edit_until(
+        &mut client,
+        "Edit",
+        |n| {
+            let old = if n == 1 {
+                "helper(1)".to_owned()
+            } else {
+                format!("helper(\"{}\")", n - 1)
+            };
+            json!({"file_path": main, "old_string": old, "new_string": format!("helper(\"{n}\")")})
+        },
+        "<new-diagnostics>",
+    );
+    assert!(
+        text.starts_with(&format!(
+            "The file {main} has been updated successfully.\n\n<new-diagnostics>The following new diagnostic issues were detected:\n\nmain.py:\n  ✘ [Line 3:8] Argument of type \"Literal["
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("[reportArgumentType] (Pyright)</new-diagnostics>"),
+        "{text}"
+    );
+    // The revert: Claude Code's own answer, nothing added.
+    let current = std::fs::read_to_string(dir.path().join("main.py")).unwrap();
+    let (is_error, text) = client.call("Write", json!({"file_path": main, "content": PY_CLEAN}));
+    assert!(!is_error, "{text}");
+    assert_ne!(current, PY_CLEAN);
+    assert_eq!(
+        text,
+        format!("The file {main} has been updated successfully.")
+    );
+    let (is_error, text) = client.call(
+        "MultiEdit",
+        json!({"file_path": main, "edits": [{"old_string": "helper(1)", "new_string": "helper(\"x\")"}]}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("<new-diagnostics>") && text.contains("main.py:\n  ✘ [Line 3:8]"),
+        "{text}"
+    );
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+#[test]
+fn lsp_pyright_sees_changes_made_by_bash() {
+    let Some((bin, _one_at_a_time)) = real_servers("lsp_pyright_sees_changes_made_by_bash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = start_real(&bin, dir.path());
+    write(&mut client, "util.py", PY_UTIL);
+    let text = write_until_checked(&mut client, "main.py", PY_CLEAN);
+    assert!(text.contains("no errors in main.py"), "{text}");
+    // The file asked about, broken by a command.
+    let (is_error, text) = client.call(
+        "bash",
+        json!({"command": "printf 'from util import helper\\n\\nhelper(\"one\")\\n' > main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("main.py:3:8: error: Argument of type \"Literal['one']\"")
+            && text.contains("[reportArgumentType]"),
+        "{text}"
+    );
+    write(&mut client, "main.py", PY_CLEAN);
+    // Another open file, changed by a command: the file asked about is
+    // unchanged, yet its errors follow the other's new text.
+    let (is_error, text) = client.call(
+        "bash",
+        json!({"command": "sed -i 's/x: int/x: str/' util.py"}),
+    );
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "main.py"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("main.py:3:8: error: Argument of type \"Literal[1]\"")
+            && text.contains("[reportArgumentType]"),
+        "{text}"
+    );
+    // And navigation answers for the text now there.
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "hover", "path": "main.py", "line": 3, "symbol": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.contains("(x: str) -> int"), "{text}");
+    drop(client.take_stdin());
+    client.wait_exit(Duration::from_secs(15));
+}
+
+#[test]
+fn lsp_a_rename_is_one_call_of_the_journal_and_undone_whole() {
+    let setup = Setup::new();
+    let state = setup.side.path().join("journal");
+    let state = state.to_str().unwrap();
+    let args = setup.fake_args("normal", &["--journal", "--journal-dir", state]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    write(&mut client, "b.fk", "def helper\n");
+    write(&mut client, "c.fk", "helper()\r\nhelper()\r\n");
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 1, "symbol": "helper", "new_name": "assist"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "renamed `helper` to `assist`: 3 edits in 2 files\nb.fk: 1 edit\nc.fk: 2 edits\n"
+        ),
+        "{text}"
+    );
+    let read = |name: &str| std::fs::read_to_string(setup.dir.path().join(name)).unwrap();
+    assert_eq!(read("c.fk"), "assist()\r\nassist()\r\n");
+    let (is_error, listing) = client.call("changes", json!({"limit": 1}));
+    assert!(!is_error, "{listing}");
+    assert!(listing.contains("rename_symbol"), "{listing}");
+    let id: u64 = listing
+        .strip_prefix("call ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{listing}"));
+    let (is_error, text) = client.call("undo", json!({"call": id}));
+    assert!(!is_error, "{text}");
+    assert_eq!(read("b.fk"), "def helper\n");
+    assert_eq!(read("c.fk"), "helper()\r\nhelper()\r\n");
     client.shutdown();
 }

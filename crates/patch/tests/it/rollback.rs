@@ -327,3 +327,43 @@ fn a_failing_rollback_is_reported() {
     assert_eq!(err.kind(), ErrorKind::Io);
     insta::assert_snapshot!(err.to_string());
 }
+
+#[test]
+fn replacing_whole_files_is_all_or_nothing_at_every_step() {
+    use agent_tools_patch::{Replacement, replace_all};
+    let mut base = agent_tools_patch::MemoryStore::new();
+    base.insert("a.py", "def helper():\n");
+    base.insert("b.py", "helper()\r\nhelper()\r\n");
+    let replacements = vec![
+        Replacement {
+            path: "a.py".to_owned(),
+            previous: b"def helper():\n".to_vec(),
+            data: b"def assist():\n".to_vec(),
+        },
+        Replacement {
+            path: "b.py".to_owned(),
+            previous: b"helper()\r\nhelper()\r\n".to_vec(),
+            data: b"assist()\r\nassist()\r\n".to_vec(),
+        },
+    ];
+    // Two writes and the flush: each fails in turn, and nothing changes.
+    for fail_at in 1..=3 {
+        let mut store = Flaky {
+            inner: base.clone(),
+            calls: 0,
+            fail_at,
+            keep_failing: false,
+            batched: true,
+        };
+        let err = replace_all(&replacements, &mut store).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io, "step {fail_at}: {err}");
+        assert_eq!(store.inner, base, "step {fail_at} left changes behind");
+    }
+    let mut store = base.clone();
+    replace_all(&replacements, &mut store).unwrap();
+    assert_eq!(store.get("a.py").unwrap(), b"def assist():\n");
+    assert_eq!(store.get("b.py").unwrap(), b"assist()\r\nassist()\r\n");
+    let twice = vec![replacements[0].clone(), replacements[0].clone()];
+    let err = replace_all(&twice, &mut base.clone()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}
