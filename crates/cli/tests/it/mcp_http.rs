@@ -811,3 +811,67 @@ fn http_connections_past_the_bound_are_answered_503_and_closed() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The variable naming the MCP Inspector's `mcp-inspector` program
+/// (`.ci/run` installs it from npm beside the language servers).
+const INSPECTOR: &str = "AGENT_TOOLS_MCP_INSPECTOR";
+
+#[test]
+fn http_the_mcp_inspector_cli_calls_a_tool_with_the_token() {
+    let Some(inspector) = std::env::var_os(INSPECTOR) else {
+        eprintln!(
+            "SKIPPED http_the_mcp_inspector_cli_calls_a_tool_with_the_token: {INSPECTOR} is \
+             unset (the path of @modelcontextprotocol/inspector's mcp-inspector; .ci/run \
+             installs it and sets it)"
+        );
+        return;
+    };
+    let inspector = std::path::PathBuf::from(inspector);
+    assert!(
+        inspector.exists(),
+        "{INSPECTOR} names {inspector:?}, which is absent"
+    );
+    let dir = workspace();
+    let server = start(dir.path(), &[]);
+    // The Inspector keeps a catalog and storage under the home folder.
+    let home = tempfile::tempdir().unwrap();
+    let run = |token: &str| {
+        Command::new(&inspector)
+            .args(["--cli", &server.url, "--transport", "http", "--header"])
+            .arg(format!("Authorization: Bearer {token}"))
+            .args([
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "read_file",
+                "--tool-arg",
+                "path=a.txt",
+            ])
+            .env("HOME", home.path())
+            .env("MCP_CATALOG_PATH", home.path().join("mcp.json"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = run("tok-a");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(text(&result), "     1\thello\n");
+    // A wrong token is refused: the Inspector, seeing 401, would need
+    // OAuth and gives up.
+    let output = run("tok-wrong");
+    assert!(!output.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.contains("auth"), "{said}");
+    assert!(!said.contains("hello"), "{said}");
+}
