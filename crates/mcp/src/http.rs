@@ -115,6 +115,15 @@ pub enum HttpSetupError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PrincipalLabel(pub(crate) String);
 
+/// The principal an HTTP request authenticated as; `None` off HTTP.
+pub(crate) fn principal_of(
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Option<Arc<str>> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    let label = parts.extensions.get::<PrincipalLabel>()?;
+    Some(Arc::from(label.0.as_str()))
+}
+
 /// Sessions of the surface for requests outside an MCP session, one per
 /// principal.
 #[derive(Default)]

@@ -875,3 +875,49 @@ fn http_the_mcp_inspector_cli_calls_a_tool_with_the_token() {
     assert!(said.contains("auth"), "{said}");
     assert!(!said.contains("hello"), "{said}");
 }
+
+#[test]
+fn http_the_journal_records_each_calls_principal() {
+    let dir = workspace();
+    let state = tempfile::tempdir().unwrap();
+    let server = start(
+        dir.path(),
+        &["--journal", "--journal-dir", state.path().to_str().unwrap()],
+    );
+    // Alice without a session, Bob inside one: both are named.
+    let written = call_new(
+        &server,
+        "tok-a",
+        "write_file",
+        json!({"path": "by-alice.txt", "content": "a\n"}),
+    );
+    assert_eq!(written["isError"], false, "{written}");
+    let bob = OldClient::connect(&server, "tok-b");
+    let written = bob.call(
+        "write_file",
+        json!({"path": "by-bob.txt", "content": "b\n"}),
+    );
+    assert_eq!(written["isError"], false, "{written}");
+    let listing = text(&call_new(&server, "tok-a", "changes", json!({})));
+    let line_of = |file: &str| {
+        let at = listing
+            .find(file)
+            .unwrap_or_else(|| panic!("no {file}: {listing}"));
+        // The call's header line comes right before its files.
+        listing[..at]
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("call "))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        line_of("by-alice.txt").contains("write_file (agent-tools, alice)"),
+        "{listing}"
+    );
+    assert!(
+        line_of("by-bob.txt").contains("write_file (agent-tools, bob)"),
+        "{listing}"
+    );
+    assert!(!listing.contains("local"), "{listing}");
+}
