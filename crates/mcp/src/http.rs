@@ -161,6 +161,8 @@ impl PrincipalSessions {
 struct Gate {
     access: Access,
     requests: Arc<tokio::sync::Semaphore>,
+    /// Who opened each MCP session.
+    sessions: SessionOwners,
     /// Every answer to a POST being sent, until its last byte is handed to
     /// the connection: the end waits for these, not for connections (an
     /// idle one, or one whose client is still sending headers, would hold
@@ -223,19 +225,111 @@ async fn gate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -
             .into_response();
     };
     tracing::debug!(principal = %label, method = %request.method(), "request");
-    request.extensions_mut().insert(PrincipalLabel(label));
+    // An MCP session's state is its opener's: a session id is no
+    // credential, so another principal presenting it is refused.
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|id| id.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && gate.sessions.owner(id).is_some_and(|owner| owner != label)
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            "this session was opened with another principal's token\n",
+        )
+            .into_response();
+    }
+    request
+        .extensions_mut()
+        .insert(PrincipalLabel(label.clone()));
     // A GET is a session's event stream, open until the session ends: not
     // an answer the end should wait for.
     if request.method() == axum::http::Method::GET {
         return next.run(request).await;
     }
     let answer = gate.answers.token();
-    next.run(request).await.map(|body| {
+    let response = next.run(request).await;
+    if session.is_none()
+        && let Some(opened) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|id| id.to_str().ok())
+    {
+        gate.sessions.opened(opened, label).await;
+    }
+    response.map(|body| {
         axum::body::Body::new(TrackedBody {
             body,
             _answer: answer,
         })
     })
+}
+
+/// The header naming an MCP session.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// Which principal opened each MCP session.
+struct SessionOwners {
+    owners: Mutex<HashMap<String, String>>,
+    /// rmcp's sessions, to forget the owners of ended ones.
+    manager: Arc<LocalSessionManager>,
+    /// How many owners may be kept before the ended sessions' are dropped.
+    prune_at: std::sync::atomic::AtomicUsize,
+}
+
+/// The fewest owners kept before ended sessions' are looked for.
+const OWNERS_PRUNE_FLOOR: usize = 64;
+
+impl SessionOwners {
+    fn new(manager: Arc<LocalSessionManager>) -> Self {
+        SessionOwners {
+            owners: Mutex::default(),
+            manager,
+            prune_at: OWNERS_PRUNE_FLOOR.into(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.owners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn owner(&self, id: &str) -> Option<String> {
+        self.lock().get(id).cloned()
+    }
+
+    /// Records who opened session `id`. Sessions end without telling us
+    /// (idle, DELETE), so once the map has doubled, the owners of sessions
+    /// rmcp no longer has are dropped: the map stays about as large as the
+    /// live sessions.
+    async fn opened(&self, id: &str, label: String) {
+        use std::sync::atomic::Ordering;
+        let len = {
+            let mut owners = self.lock();
+            owners.insert(id.to_owned(), label);
+            owners.len()
+        };
+        if len < self.prune_at.load(Ordering::Relaxed) {
+            return;
+        }
+        let live: std::collections::HashSet<String> = self
+            .manager
+            .sessions
+            .read()
+            .await
+            .keys()
+            .map(ToString::to_string)
+            .collect();
+        let mut owners = self.lock();
+        owners.retain(|id, _| live.contains(id));
+        self.prune_at.store(
+            (owners.len() * 2).max(OWNERS_PRUNE_FLOOR),
+            Ordering::Relaxed,
+        );
+    }
 }
 
 fn authenticate(principals: &[Principal], headers: &HeaderMap) -> Option<String> {
@@ -442,9 +536,11 @@ pub async fn serve_http<T: ToolSet>(
         // Every MCP session gets a session of the surface of its own.
         move || Ok(server.with_fresh_session())
     };
-    let service = StreamableHttpService::new(factory, Arc::new(manager), config);
+    let manager = Arc::new(manager);
+    let service = StreamableHttpService::new(factory, manager.clone(), config);
     let answers = TaskTracker::new();
     let gate = Arc::new(Gate {
+        sessions: SessionOwners::new(manager),
         answers: answers.clone(),
         access: options.access.clone(),
         requests: Arc::new(tokio::sync::Semaphore::new(
@@ -564,6 +660,20 @@ mod tests {
             .await
             .unwrap_err()
             .to_string()
+    }
+
+    #[tokio::test]
+    async fn owners_of_ended_sessions_are_forgotten_once_the_map_doubles() {
+        // rmcp knows no session here: every one has ended.
+        let owners = SessionOwners::new(Arc::default());
+        for n in 0..OWNERS_PRUNE_FLOOR - 1 {
+            owners.opened(&format!("s{n}"), "alice".into()).await;
+        }
+        assert_eq!(owners.owner("s0").as_deref(), Some("alice"));
+        owners.opened("last", "bob".into()).await;
+        assert_eq!(owners.owner("s0"), None);
+        assert_eq!(owners.owner("last"), None);
+        assert!(owners.lock().is_empty());
     }
 
     #[tokio::test]

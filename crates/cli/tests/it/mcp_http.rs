@@ -921,3 +921,32 @@ fn http_the_journal_records_each_calls_principal() {
     );
     assert!(!listing.contains("local"), "{listing}");
 }
+
+#[test]
+fn http_a_session_is_refused_to_another_principals_token() {
+    const NOT_READ: &str = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>";
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("a.txt").display().to_string();
+    let server = start(&root, &["--surface", "claude-code"]);
+    let alice = OldClient::connect(&server, "tok-a");
+    let read = alice.call("Read", json!({"file_path": file}));
+    assert_eq!(read["isError"], false, "{read}");
+    // Bob presents alice's session id with his own token.
+    let stolen = OldClient {
+        server: &server,
+        auth: "Bearer tok-b".into(),
+        session: alice.session.clone(),
+    };
+    let edit = json!({"file_path": file, "old_string": "hello", "new_string": "bye"});
+    let (status, _, answer) = stolen.send(&json!({"jsonrpc": "2.0", "id": 2,
+        "method": "tools/call", "params": {"name": "Edit", "arguments": edit}}));
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello\n");
+    // Bob's own session read nothing; alice's goes on.
+    let bob = OldClient::connect(&server, "tok-b");
+    assert_eq!(text(&bob.call("Edit", edit.clone())), NOT_READ);
+    let done = alice.call("Edit", edit);
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "bye\n");
+}
