@@ -43,6 +43,10 @@ enum Task {
     /// inputs, the README's layout); without `--check`, first rewrite the
     /// generated dependency block.
     Spec(spec::SpecArgs),
+    /// rmcp's minimal Streamable HTTP server, which the `http` benchmark
+    /// group starts beside ours: prints its address, serves until killed.
+    #[command(hide = true)]
+    RmcpProbe,
 }
 
 /// Options of `cargo xtask bench`.
@@ -111,6 +115,9 @@ pub enum Group {
     /// job_start of `echo` until its line vs bash, and job_read of an idle
     /// job vs read_file, over MCP stdio.
     Jobs,
+    /// read_file over Streamable HTTP vs rmcp's minimal HTTP server, and
+    /// calls per second from 16 clients at once.
+    Http,
 }
 
 impl BenchArgs {
@@ -125,6 +132,7 @@ fn main() -> Result<()> {
     match cli.command {
         Task::Bench(args) => bench::run(&args),
         Task::Spec(args) => spec::run(&workspace_root()?, &args),
+        Task::RmcpProbe => bench::serve_probe(),
     }
 }
 

@@ -73,6 +73,10 @@ pub struct CallContext {
     /// The connection's session. Left unset, the tools instance's own
     /// session is used (one shared by every call that brings none).
     pub session: Session,
+    /// Who made the call, as the transport authenticated it (over HTTP,
+    /// the label of the request's token). `None` is the local user: stdio
+    /// and one-shot calls, which the journal records as `local`.
+    pub principal: Option<Arc<str>>,
 }
 
 impl CallContext {
@@ -81,6 +85,7 @@ impl CallContext {
         CallContext {
             cancel: CancelToken::new(),
             session,
+            principal: None,
         }
     }
 }

@@ -171,9 +171,9 @@ impl AgentTools {
     }
 }
 
-/// Who the journal says made a call: the transports name no principal yet
-/// (one local client per server), so every call is the local user's.
-const PRINCIPAL: &str = "local";
+/// Who the journal says made a call that names no principal: the local
+/// user (stdio, one-shot calls).
+const LOCAL_PRINCIPAL: &str = "local";
 
 /// A surface with its state, behind a trait object so that [`AgentTools`]
 /// is one type whatever the surface.
@@ -308,6 +308,7 @@ impl<S: Surface> Pipeline for Bound<S> {
             in_own_session = CallContext {
                 cancel: call.cancel.clone(),
                 session: self.session.clone(),
+                principal: call.principal.clone(),
             };
             &in_own_session
         } else {
@@ -316,9 +317,11 @@ impl<S: Surface> Pipeline for Bound<S> {
         // A call that may change files is recorded in the undo journal,
         // when it is on; the scope files the record when it ends.
         let scope = match self.config.journal() {
-            Some(active) if tool.def.spec().mutating() => {
-                Some(active.journal().begin(name, self.surface.name(), PRINCIPAL))
-            }
+            Some(active) if tool.def.spec().mutating() => Some(active.journal().begin(
+                name,
+                self.surface.name(),
+                call.principal.as_deref().unwrap_or(LOCAL_PRINCIPAL),
+            )),
             _ => None,
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| tool.def.run(&self.state, args, call)))

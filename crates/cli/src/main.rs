@@ -255,6 +255,9 @@ struct HttpArgs {
     /// HTTP requests handled at once; more are answered 503.
     #[arg(long, value_name = "N", default_value_t = agent_tools_mcp::http::DEFAULT_MAX_CONCURRENT_REQUESTS)]
     max_concurrent_requests: usize,
+    /// HTTP connections open at once; one more is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = agent_tools_mcp::http::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 impl HttpArgs {
@@ -594,6 +597,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         allowed_origins: http.allowed_origin.clone(),
                         session_idle: std::time::Duration::from_secs(http.session_idle_secs),
                         max_concurrent_requests: http.max_concurrent_requests,
+                        max_connections: http.max_connections,
                     })
                 }
                 None => None,

@@ -351,6 +351,7 @@ impl<T: ToolSet> ServerHandler for McpServer<T> {
         let call = CallContext {
             cancel: CancelToken::new(),
             session: self.session_for(&context),
+            principal: http::principal_of(&context),
         };
         let tools = self.tools.clone();
         let name = request.name.into_owned();
@@ -423,6 +424,8 @@ impl<T: ToolSet> DirectCalls for Direct<T> {
         let call = CallContext {
             cancel,
             session: self.session.clone(),
+            // The fast lane serves stdio only: the local user.
+            principal: None,
         };
         self.tools.call(name, args, &call)
     }

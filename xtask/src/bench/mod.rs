@@ -11,10 +11,13 @@ use crate::measure::{fs_type, tool_version};
 use crate::report::{Table, count};
 use crate::{BenchArgs, Group};
 
+pub use http::serve_probe;
+
 mod claude;
 mod codex;
 mod edit;
 mod grep_files;
+mod http;
 mod index;
 mod jobs;
 mod mcp;
@@ -63,6 +66,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Group::Sandbox,
         Group::Writes,
         Group::Jobs,
+        Group::Http,
     ]
     .iter()
     .any(|g| args.wants(*g));
@@ -145,6 +149,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Jobs) {
         emit(jobs::jobs(&ctx)?);
+    }
+    if args.wants(Group::Http) {
+        emit(http::http(&ctx)?);
     }
 
     let out = match &args.out {

@@ -656,3 +656,373 @@ fn http_requests_past_the_bound_are_answered_503() {
     assert_gone_within(&format!("sleep {marker}"), Duration::from_secs(5));
     assert_eq!(post(&server.url, &headers, &list).0, 200);
 }
+
+/// Sends SIGTERM to the server; how long it took to exit (it must exit 0
+/// within `limit`).
+fn terminate(server: &mut Server, limit: Duration) -> Duration {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < limit, "still serving after {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status}");
+    start.elapsed()
+}
+
+/// Calls `tool` until its text contains `needle` (the job's output arrives
+/// when it arrives).
+fn poll_text(mut call: impl FnMut() -> Value, needle: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let result = call();
+        if result["isError"] == false && text(&result).contains(needle) {
+            return result;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {needle:?} in {result}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Opens the standalone SSE stream of an old-protocol session (what the
+/// Python SDK keeps open all along) and leaves it open.
+fn open_event_stream(server: &Server, client: &OldClient) -> std::net::TcpStream {
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\n\
+         Accept: text/event-stream\r\nMcp-Session-Id: {}\r\n\
+         MCP-Protocol-Version: {OLD}\r\n\r\n",
+        client.auth, client.session
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+    stream
+}
+
+#[test]
+fn http_background_jobs_are_read_later_and_killed_at_sigterm() {
+    let dir = workspace();
+    let mut server = start(dir.path(), &[]);
+    // A stateless job, kept by alice's principal session.
+    let stateless = unique("http-job-new");
+    let started = call_new(
+        &server,
+        "tok-a",
+        "job_start",
+        json!({"command": format!("echo started-new; exec sleep {stateless}"), "wait_ms": 0}),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    let id: Value = serde_json::from_str(&text(&started)).unwrap();
+    let id = id["job_id"].as_str().unwrap().to_owned();
+    poll_text(
+        || {
+            call_new(
+                &server,
+                "tok-a",
+                "job_read",
+                json!({"job_id": id, "from": 0}),
+            )
+        },
+        "started-new",
+    );
+    // Bob's principal has no such job.
+    let other = call_new(&server, "tok-b", "job_read", json!({"job_id": id}));
+    assert_eq!(other["isError"], true, "{other}");
+    // A job in an old-protocol session, whose event stream stays open.
+    let old = OldClient::connect(&server, "tok-b");
+    let in_session = unique("http-job-old");
+    let started = old.call(
+        "job_start",
+        json!({"command": format!("echo started-old; exec sleep {in_session}"), "wait_ms": 0}),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    poll_text(
+        || old.call("job_read", json!({"job_id": "job_1", "from": 0})),
+        "started-old",
+    );
+    let _events = open_event_stream(&server, &old);
+    wait_until_running(&format!("sleep {stateless}"));
+    wait_until_running(&format!("sleep {in_session}"));
+    let took = terminate(&mut server, Duration::from_secs(5));
+    eprintln!("SIGTERM with an open session and two jobs: exited in {took:?}");
+    assert!(took < Duration::from_millis(1500), "exit took {took:?}");
+    assert_gone_within(&format!("sleep {stateless}"), Duration::from_secs(5));
+    assert_gone_within(&format!("sleep {in_session}"), Duration::from_secs(5));
+}
+
+#[test]
+fn http_claude_code_background_bash_is_read_later_and_killed_at_sigterm() {
+    let dir = workspace();
+    let mut server = start(dir.path(), &["--surface", "claude-code"]);
+    let marker = unique("http-bg");
+    let started = call_new(
+        &server,
+        "tok-a",
+        "Bash",
+        json!({"command": format!("echo bg-started; exec sleep {marker}"),
+            "run_in_background": true}),
+    );
+    assert_eq!(started["isError"], false, "{started}");
+    assert!(text(&started).contains("bash_1"), "{started}");
+    poll_text(
+        || {
+            call_new(
+                &server,
+                "tok-a",
+                "TaskOutput",
+                json!({"task_id": "bash_1", "block": false}),
+            )
+        },
+        "bg-started",
+    );
+    wait_until_running(&format!("sleep {marker}"));
+    let took = terminate(&mut server, Duration::from_secs(5));
+    eprintln!("SIGTERM with a background command: exited in {took:?}");
+    assert_gone_within(&format!("sleep {marker}"), Duration::from_secs(5));
+}
+
+#[test]
+fn http_sigterm_is_prompt_with_an_open_session_calls_under_way_and_a_half_sent_request() {
+    let dir = workspace();
+    let mut server = start(dir.path(), &[]);
+    let old = OldClient::connect(&server, "tok-b");
+    let _events = open_event_stream(&server, &old);
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // A call under way inside the session, and one outside any.
+    let in_session = unique("http-end-old");
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": format!("sleep {in_session}")}}})
+    .to_string();
+    let mut call = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        call,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {}\r\nMcp-Session-Id: {}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: {OLD}\r\nContent-Length: {}\r\n\r\n{body}",
+        old.auth,
+        old.session,
+        body.len()
+    )
+    .unwrap();
+    wait_until_running(&format!("sleep {in_session}"));
+    let stateless = unique("http-end-new");
+    let mut stateless_call = start_sleep(&server, &stateless);
+    // An idle connection, and one whose client stopped halfway through its
+    // headers: the server's graceful end would wait for the latter.
+    let _idle = std::net::TcpStream::connect(&addr).unwrap();
+    let mut half = std::net::TcpStream::connect(&addr).unwrap();
+    write!(half, "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    // The half-sent headers have reached the server once a later request
+    // on another connection is answered (connections are served in order
+    // of acceptance, each on a task of its own).
+    assert!(!list_new(&server).is_empty());
+    let took = terminate(&mut server, Duration::from_secs(10));
+    eprintln!("SIGTERM with an open session, two calls and a half-sent request: {took:?}");
+    // The end waited at most 2 s for connections before; it waits for
+    // answers now.
+    assert!(took < Duration::from_millis(1500), "exit took {took:?}");
+    assert_gone_within(&format!("sleep {in_session}"), Duration::from_secs(5));
+    assert_gone_within(&format!("sleep {stateless}"), Duration::from_secs(5));
+    // The stateless call was answered before the end.
+    let mut answer = String::new();
+    let _ = stateless_call.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+}
+
+#[test]
+fn http_connections_past_the_bound_are_answered_503_and_closed() {
+    let dir = workspace();
+    let server = start(dir.path(), &["--max-connections", "2"]);
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": meta()}});
+    let headers = [
+        ("authorization", "Bearer tok-a"),
+        ("mcp-protocol-version", NEW),
+        ("mcp-method", "tools/list"),
+    ];
+    // Two idle connections take both places; the server accepts in order,
+    // so a third one is refused once both are taken.
+    let first = std::net::TcpStream::connect(&addr).unwrap();
+    let _second = std::net::TcpStream::connect(&addr).unwrap();
+    let (status, _, answer) = post(&server.url, &headers, &list);
+    assert_eq!(status, 503, "{answer}");
+    assert_eq!(answer, "too many connections open\n");
+    // A place comes free when a connection closes.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _, answer) = post(&server.url, &headers, &list);
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{answer}");
+        assert!(std::time::Instant::now() < deadline, "no place came free");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The variable naming the MCP Inspector's `mcp-inspector` program
+/// (`.ci/run` installs it from npm beside the language servers).
+const INSPECTOR: &str = "AGENT_TOOLS_MCP_INSPECTOR";
+
+#[test]
+fn http_the_mcp_inspector_cli_calls_a_tool_with_the_token() {
+    let Some(inspector) = std::env::var_os(INSPECTOR) else {
+        eprintln!(
+            "SKIPPED http_the_mcp_inspector_cli_calls_a_tool_with_the_token: {INSPECTOR} is \
+             unset (the path of @modelcontextprotocol/inspector's mcp-inspector; .ci/run \
+             installs it and sets it)"
+        );
+        return;
+    };
+    let inspector = std::path::PathBuf::from(inspector);
+    assert!(
+        inspector.exists(),
+        "{INSPECTOR} names {inspector:?}, which is absent"
+    );
+    let dir = workspace();
+    let server = start(dir.path(), &[]);
+    // The Inspector keeps a catalog and storage under the home folder.
+    let home = tempfile::tempdir().unwrap();
+    let run = |token: &str| {
+        Command::new(&inspector)
+            .args(["--cli", &server.url, "--transport", "http", "--header"])
+            .arg(format!("Authorization: Bearer {token}"))
+            .args([
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "read_file",
+                "--tool-arg",
+                "path=a.txt",
+            ])
+            .env("HOME", home.path())
+            .env("MCP_CATALOG_PATH", home.path().join("mcp.json"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = run("tok-a");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(text(&result), "     1\thello\n");
+    // A wrong token is refused: the Inspector, seeing 401, would need
+    // OAuth and gives up.
+    let output = run("tok-wrong");
+    assert!(!output.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.contains("auth"), "{said}");
+    assert!(!said.contains("hello"), "{said}");
+}
+
+#[test]
+fn http_the_journal_records_each_calls_principal() {
+    let dir = workspace();
+    let state = tempfile::tempdir().unwrap();
+    let server = start(
+        dir.path(),
+        &["--journal", "--journal-dir", state.path().to_str().unwrap()],
+    );
+    // Alice without a session, Bob inside one: both are named.
+    let written = call_new(
+        &server,
+        "tok-a",
+        "write_file",
+        json!({"path": "by-alice.txt", "content": "a\n"}),
+    );
+    assert_eq!(written["isError"], false, "{written}");
+    let bob = OldClient::connect(&server, "tok-b");
+    let written = bob.call(
+        "write_file",
+        json!({"path": "by-bob.txt", "content": "b\n"}),
+    );
+    assert_eq!(written["isError"], false, "{written}");
+    let listing = text(&call_new(&server, "tok-a", "changes", json!({})));
+    let line_of = |file: &str| {
+        let at = listing
+            .find(file)
+            .unwrap_or_else(|| panic!("no {file}: {listing}"));
+        // The call's header line comes right before its files.
+        listing[..at]
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("call "))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        line_of("by-alice.txt").contains("write_file (agent-tools, alice)"),
+        "{listing}"
+    );
+    assert!(
+        line_of("by-bob.txt").contains("write_file (agent-tools, bob)"),
+        "{listing}"
+    );
+    assert!(!listing.contains("local"), "{listing}");
+}
+
+#[test]
+fn http_a_session_is_refused_to_another_principals_token() {
+    const NOT_READ: &str = "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>";
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("a.txt").display().to_string();
+    let server = start(&root, &["--surface", "claude-code"]);
+    let alice = OldClient::connect(&server, "tok-a");
+    let read = alice.call("Read", json!({"file_path": file}));
+    assert_eq!(read["isError"], false, "{read}");
+    // Bob presents alice's session id with his own token.
+    let stolen = OldClient {
+        server: &server,
+        auth: "Bearer tok-b".into(),
+        session: alice.session.clone(),
+    };
+    let edit = json!({"file_path": file, "old_string": "hello", "new_string": "bye"});
+    let (status, _, answer) = stolen.send(&json!({"jsonrpc": "2.0", "id": 2,
+        "method": "tools/call", "params": {"name": "Edit", "arguments": edit}}));
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello\n");
+    // Bob's own session read nothing; alice's goes on.
+    let bob = OldClient::connect(&server, "tok-b");
+    assert_eq!(text(&bob.call("Edit", edit.clone())), NOT_READ);
+    let done = alice.call("Edit", edit);
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "bye\n");
+}
