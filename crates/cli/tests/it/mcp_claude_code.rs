@@ -317,7 +317,10 @@ fn background_commands_are_read_and_stopped_in_claude_codes_words() {
             if text.contains(needle) {
                 return;
             }
-            assert!(std::time::Instant::now() < deadline, "no {needle:?} in {text}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {needle:?} in {text}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     };
