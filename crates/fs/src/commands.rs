@@ -76,9 +76,7 @@ struct Stamp {
 
 impl Stamp {
     fn of(stat: &nix::sys::stat::FileStat) -> Stamp {
-        let nanos = |secs: i64, nsecs: i64| {
-            i128::from(secs) * 1_000_000_000 + i128::from(nsecs)
-        };
+        let nanos = |secs: i64, nsecs: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsecs);
         let modified = nanos(stat.st_mtime, stat.st_mtime_nsec);
         let modified = u64::try_from(modified)
             .map(|ns| SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns))

@@ -280,7 +280,10 @@ pub fn undo(
             files.push((change.path.clone(), outcome));
         }
     }
-    if files.iter().any(|(_, outcome)| matches!(outcome, Outcome::Conflict(_))) {
+    if files
+        .iter()
+        .any(|(_, outcome)| matches!(outcome, Outcome::Conflict(_)))
+    {
         name_changers(journal, &calls, &mut files)?;
     }
     let mut report = UndoReport {
@@ -332,7 +335,10 @@ fn name_changers(
             .iter()
             .find(|call| call.changes.iter().any(|c| &c.change.path == path))
         {
-            why.push_str(&format!("; call {} ({}) changed it since", call.id, call.tool));
+            why.push_str(&format!(
+                "; call {} ({}) changed it since",
+                call.id, call.tool
+            ));
         }
     }
     Ok(())

@@ -118,10 +118,7 @@ impl Surface for CodexSurface {
         agent_tools::Session::new(CodexSession::default())
     }
 
-    fn workspace_index<'a>(
-        &self,
-        state: &'a Services,
-    ) -> Option<&'a agent_tools::WorkspaceIndex> {
+    fn workspace_index<'a>(&self, state: &'a Services) -> Option<&'a agent_tools::WorkspaceIndex> {
         state.files().index()
     }
 

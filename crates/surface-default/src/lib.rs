@@ -136,10 +136,7 @@ impl Surface for DefaultSurface {
         agent_tools::Session::new(DefaultSession::default())
     }
 
-    fn workspace_index<'a>(
-        &self,
-        state: &'a Services,
-    ) -> Option<&'a agent_tools::WorkspaceIndex> {
+    fn workspace_index<'a>(&self, state: &'a Services) -> Option<&'a agent_tools::WorkspaceIndex> {
         state.files().index()
     }
 
