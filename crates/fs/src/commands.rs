@@ -311,7 +311,7 @@ impl CommandWatch {
             }
             changed = true;
             let room = cap.saturating_sub(baseline.bytes);
-            let Some(read) = read_image(recorder, workspaces, path, room, Side::Before) else {
+            let Some(read) = read_image(recorder, workspaces, path, room) else {
                 continue;
             };
             let kept = Kept {
@@ -323,18 +323,13 @@ impl CommandWatch {
             baseline.files.insert(path.clone(), kept);
         }
         if changed {
-            let mut hashes: Vec<String> = baseline
-                .files
-                .values()
-                .filter_map(|kept| kept.image.hash.clone())
-                .collect();
-            hashes.sort_unstable();
-            hashes.dedup();
-            if let Err(err) = journal.pin(&hashes) {
-                // Unpinned, a prune may sweep them: the undo of this
-                // command then finds the content missing and refuses.
-                tracing::warn!(%err, "could not pin the command baseline");
+            // The pre-images were stored unflushed (a flush each would cost
+            // a disk round trip per file): one flush for all, before the
+            // command can change any of them.
+            if let Err(err) = journal.flush_stored() {
+                tracing::warn!(%err, "could not flush the command baseline");
             }
+            pin(journal, &baseline);
         }
     }
 
@@ -366,7 +361,7 @@ impl CommandWatch {
         for (path, op) in paths {
             let now = match op {
                 Op::Delete => None,
-                _ => read_image(recorder, workspaces, path, cap, Side::After),
+                _ => read_image(recorder, workspaces, path, cap),
             };
             // Gone again before it could be read: nothing to record.
             if now.is_none() && op != Op::Delete {
@@ -411,7 +406,26 @@ impl CommandWatch {
                 }
             }
         }
+        if self.mode == CommandMode::Baseline && count > 0 {
+            pin(recorder.journal(), &baseline);
+        }
         Ok(count)
+    }
+}
+
+/// Pins the baseline's contents against the journal's sweep.
+fn pin(journal: &agent_tools_journal::Journal, baseline: &Baseline) {
+    let mut hashes: Vec<String> = baseline
+        .files
+        .values()
+        .filter_map(|kept| kept.image.hash.clone())
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    if let Err(err) = journal.pin(&hashes) {
+        // Unpinned, a prune may sweep them: the undo of a later command
+        // then finds the content missing and refuses, saying so.
+        tracing::warn!(%err, "could not pin the command baseline");
     }
 }
 
@@ -421,14 +435,6 @@ fn stored_size(kept: &Kept) -> u64 {
     } else {
         0
     }
-}
-
-/// Which side of a change a content is: a pre-image is flushed (it exists
-/// nowhere else once the file changes), a post-image need not be.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Before,
-    After,
 }
 
 struct Read {
@@ -444,7 +450,6 @@ fn read_image(
     workspaces: &[Workspace],
     path: &std::path::Path,
     room: u64,
-    side: Side,
 ) -> Option<Read> {
     let (ws, confined) = crate::undo::locate(workspaces, path).ok()?;
     let (file, meta) = crate::atomic::open_regular(ws, &confined).ok()?;
@@ -469,10 +474,9 @@ fn read_image(
     if let Err(err) = file.take(cap + 1).read_to_end(&mut data) {
         return Some(left_out(format!("could not be read: {err}")));
     }
-    let stored = match side {
-        Side::Before => recorder.store(&data),
-        Side::After => recorder.store_after(&data),
-    };
+    // Either side unflushed: a baseline's pre-images are flushed together
+    // once read (CommandWatch::top_up); a post-image is on disk in the file.
+    let stored = recorder.store_after(&data);
     Some(match stored {
         Ok(hash) => Read {
             image: Image::stored(hash, mode, data.len() as u64),
@@ -480,4 +484,118 @@ fn read_image(
         },
         Err(err) => left_out(format!("could not be stored: {err}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_tools_confine::Confinement;
+    use agent_tools_journal::{CallRecord, Journal, Settings};
+    use std::sync::Arc;
+
+    fn setup(settings: impl FnOnce(&mut Settings)) -> (tempfile::TempDir, Workspace, Arc<Journal>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("root")).unwrap();
+        let ws = Workspace::open(dir.path().join("root"), Confinement::Confined).unwrap();
+        let mut s = Settings::new(dir.path().join("state"));
+        settings(&mut s);
+        let journal = Journal::open(s).unwrap();
+        (dir, ws, journal)
+    }
+
+    /// Runs `command` (a closure standing for it) between the watch's two
+    /// looks, in a recorded call; answers the call's record.
+    fn watched(
+        journal: &Arc<Journal>,
+        watch: &CommandWatch,
+        ws: &Workspace,
+        command: impl FnOnce(),
+    ) -> Option<CallRecord> {
+        let scope = journal.begin("bash", "test", "local");
+        let watching = watch.before(std::slice::from_ref(ws), None);
+        command();
+        if let Some(watching) = watching {
+            watch.after(watching, std::slice::from_ref(ws), None);
+        }
+        let id = scope.finish().unwrap()?;
+        journal.call(id).unwrap()
+    }
+
+    fn reasons(call: &CallRecord) -> Vec<(String, Option<String>)> {
+        call.changes
+            .iter()
+            .map(|c| {
+                (
+                    c.change
+                        .path
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                    c.change.not_undoable.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn off_looks_for_nothing_and_a_mode_change_alone_is_seen() {
+        let (dir, ws, journal) = setup(|_| {});
+        let file = dir.path().join("root/a");
+        std::fs::write(&file, "a").unwrap();
+        let off = CommandWatch::new(CommandMode::Off, 100);
+        let call = watched(&journal, &off, &ws, || std::fs::write(&file, "b").unwrap());
+        assert!(call.is_none());
+
+        let detect = CommandWatch::new(CommandMode::Detect, 100);
+        let call = watched(&journal, &detect, &ws, || {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        })
+        .unwrap();
+        assert_eq!(call.changes.len(), 1, "{call:?}");
+        assert_eq!(call.changes[0].change.op, Op::Modify);
+        assert_eq!(call.changes[0].change.after.as_ref().unwrap().mode, 0o600);
+        assert!(call.changes[0].change.not_undoable.is_some());
+    }
+
+    #[test]
+    fn files_past_the_baseline_room_or_the_file_cap_are_recorded_not_undoable() {
+        // 64 bytes of content: the baseline gets half of it.
+        let (dir, ws, journal) = setup(|s| {
+            s.max_bytes = 64;
+            s.max_file_bytes = 40;
+        });
+        let root = dir.path().join("root");
+        std::fs::write(root.join("a"), [b'a'; 20]).unwrap();
+        std::fs::write(root.join("b"), [b'b'; 20]).unwrap();
+        std::fs::write(root.join("big"), [b'c'; 50]).unwrap();
+        let watch = CommandWatch::new(CommandMode::Baseline, 100);
+        let call = watched(&journal, &watch, &ws, || {
+            for name in ["a", "b", "big"] {
+                std::fs::write(root.join(name), "changed").unwrap();
+            }
+        })
+        .unwrap();
+        let mut got = reasons(&call);
+        got.sort();
+        // One of a and b fit in the 32 bytes, the other did not.
+        let full: Vec<_> = got
+            .iter()
+            .filter(|(_, why)| {
+                why.as_deref()
+                    .is_some_and(|w| w.contains("baseline is full"))
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(full.len(), 1, "{got:?}");
+        assert!(got.iter().any(|(name, why)| name.as_str() != full[0]
+            && name.as_str() != "big"
+            && why.is_none()));
+        let (_, big) = got.iter().find(|(name, _)| name == "big").unwrap();
+        assert!(
+            big.as_deref()
+                .is_some_and(|w| w.contains("over the journal's cap")),
+            "{got:?}"
+        );
+    }
 }
