@@ -215,6 +215,11 @@ pub struct JournalOptions {
     pub max_bytes: u64,
     /// How much the journal flushes.
     pub durability: agent_tools_fs::journal::Durability,
+    /// How commands' changes are recorded.
+    pub commands: agent_tools_fs::commands::CommandMode,
+    /// The most files the roots may hold for commands' changes to be
+    /// looked for.
+    pub command_max_files: usize,
 }
 
 /// The journal's own settings type, for its defaults.
@@ -228,6 +233,8 @@ impl Default for JournalOptions {
             max_age: JournalSettings::DEFAULT_MAX_AGE,
             max_bytes: JournalSettings::DEFAULT_MAX_BYTES,
             durability: agent_tools_fs::journal::Durability::Full,
+            commands: agent_tools_fs::commands::CommandMode::default(),
+            command_max_files: agent_tools_fs::commands::DEFAULT_COMMAND_MAX_FILES,
         }
     }
 }
@@ -235,12 +242,20 @@ impl Default for JournalOptions {
 /// The open undo journal of a built [`Config`]; configs compare equal when
 /// they share the same one.
 #[derive(Debug, Clone)]
-pub struct ActiveJournal(pub(crate) Arc<agent_tools_fs::journal::Journal>);
+pub struct ActiveJournal(
+    pub(crate) Arc<agent_tools_fs::journal::Journal>,
+    pub(crate) Arc<agent_tools_fs::commands::CommandWatch>,
+);
 
 impl ActiveJournal {
     /// The journal.
     pub fn journal(&self) -> &Arc<agent_tools_fs::journal::Journal> {
         &self.0
+    }
+
+    /// What looks for commands' changes.
+    pub fn commands(&self) -> &agent_tools_fs::commands::CommandWatch {
+        &self.1
     }
 }
 
@@ -649,7 +664,11 @@ impl ConfigBuilder {
             .map_err(|source| StartupError::Journal { source })?;
         let journal = agent_tools_fs::journal::Journal::open(settings)
             .map_err(|source| StartupError::Journal { source })?;
-        Ok(ActiveJournal(journal))
+        let commands = agent_tools_fs::commands::CommandWatch::new(
+            options.commands,
+            options.command_max_files,
+        );
+        Ok(ActiveJournal(journal, Arc::new(commands)))
     }
 }
 

@@ -324,6 +324,19 @@ impl<S: Surface> Pipeline for Bound<S> {
             )),
             _ => None,
         };
+        // A command changes files behind the write path's back: the roots
+        // are looked at before and after it (see agent_tools_fs::commands).
+        let watching = match self.config.journal() {
+            Some(active) if scope.is_some() && tool.def.spec().hints().open_world => {
+                let roots = crate::journal_tools::workspaces(&self.config);
+                let index = self.surface.workspace_index(&self.state);
+                active
+                    .commands()
+                    .before(&roots, index)
+                    .map(|watching| (active, watching, roots))
+            }
+            _ => None,
+        };
         let outcome = catch_unwind(AssertUnwindSafe(|| tool.def.run(&self.state, args, call)))
             .unwrap_or_else(|panic| {
                 let detail = panic
@@ -333,6 +346,10 @@ impl<S: Surface> Pipeline for Bound<S> {
                     .unwrap_or_else(|| "a tool panicked".into());
                 Err(ToolError::internal(format!("{name} panicked: {detail}")))
             });
+        if let Some((active, watching, roots)) = watching {
+            let index = self.surface.workspace_index(&self.state);
+            active.commands().after(watching, &roots, index);
+        }
         drop(scope);
 
         // 4 and 5. Bound and render.

@@ -235,14 +235,18 @@ fn header(call: &CallRecord, undone_by: &HashMap<u64, u64>) -> String {
                 .join(", ")
         )
     };
-    format!(
+    let mut out = format!(
         "call {} {} {} ({}, {}){undoes}: {status}{undone}\n",
         call.id,
         time_of(call.time),
         call.tool,
         call.surface,
         call.principal
-    )
+    );
+    for note in &call.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    out
 }
 
 fn resolve_shown(roots: &[Workspace], path: &str) -> ToolResult<std::path::PathBuf> {

@@ -90,8 +90,9 @@ pub mod journal_tools;
 pub use agent_tools_bash::Launcher;
 pub use agent_tools_confine::Confinement;
 pub use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-pub use agent_tools_fs::IndexSettings;
+pub use agent_tools_fs::commands::{CommandMode as JournalCommands, DEFAULT_COMMAND_MAX_FILES};
 pub use agent_tools_fs::journal::Durability as JournalDurability;
+pub use agent_tools_fs::{IndexSettings, WorkspaceIndex};
 pub use agent_tools_lsp as lsp;
 pub use agent_tools_sandbox::{
     Coverage as SandboxCoverage, SandboxPolicy, TARGET_ABI as SANDBOX_TARGET_ABI, landlock_abi,

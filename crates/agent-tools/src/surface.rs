@@ -144,6 +144,17 @@ pub trait Surface: Send + Sync + 'static {
     fn new_session(&self) -> Session {
         Session::default()
     }
+
+    /// The warm index of the root, when the surface keeps one: the undo
+    /// journal reads its file table to find what a command changed instead
+    /// of walking the roots. None by default.
+    fn workspace_index<'a>(
+        &self,
+        state: &'a Self::State,
+    ) -> Option<&'a agent_tools_fs::WorkspaceIndex> {
+        let _ = state;
+        None
+    }
 }
 
 /// The tools a surface offers in a mode, as clients see them (unlisted

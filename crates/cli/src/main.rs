@@ -184,6 +184,16 @@ struct WorkspaceArgs {
     /// (a crash may lose undo data, never file data).
     #[arg(long, value_name = "full|relaxed", default_value = "full")]
     journal_durability: String,
+    /// How commands' changes are recorded: `detect` lists them (with what
+    /// each file was left holding) but cannot undo them; `baseline` keeps
+    /// the roots' file contents before each command so commands undo like
+    /// tool calls; `off` does not look.
+    #[arg(long, value_name = "off|detect|baseline", default_value = "detect")]
+    journal_commands: String,
+    /// The most files the roots may hold for a command's changes to be
+    /// looked for (past it the call's record says they were not).
+    #[arg(long, value_name = "N", default_value_t = agent_tools::DEFAULT_COMMAND_MAX_FILES)]
+    journal_command_max_files: usize,
     /// Use language servers (off by default): after every write the answer
     /// gets the file's errors from its server, and code navigation tools
     /// are offered. Servers are found on PATH (see `agent-tools status`)
@@ -378,6 +388,14 @@ impl WorkspaceArgs {
                     anyhow::bail!("--journal-durability: expected full or relaxed, got {other:?}")
                 }
             };
+            let commands = match self.journal_commands.as_str() {
+                "off" => agent_tools::JournalCommands::Off,
+                "detect" => agent_tools::JournalCommands::Detect,
+                "baseline" => agent_tools::JournalCommands::Baseline,
+                other => anyhow::bail!(
+                    "--journal-commands: expected off, detect or baseline, got {other:?}"
+                ),
+            };
             if self.journal_max_calls == 0 {
                 anyhow::bail!("--journal-max-calls must be at least 1");
             }
@@ -389,6 +407,8 @@ impl WorkspaceArgs {
                 ),
                 max_bytes: self.journal_max_mb.saturating_mul(1024 * 1024),
                 durability,
+                commands,
+                command_max_files: self.journal_command_max_files,
             });
         }
         if self.lsp {

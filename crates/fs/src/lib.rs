@@ -28,6 +28,7 @@ use agent_tools_error::ToolResult;
 
 mod args;
 mod atomic;
+pub mod commands;
 pub mod ecma;
 mod edit;
 mod find;

@@ -103,7 +103,7 @@ struct Planned {
 
 /// The workspace and path for an absolute path, from the first root that
 /// holds it.
-fn locate<'a>(
+pub(crate) fn locate<'a>(
     workspaces: &'a [Workspace],
     abs: &Path,
 ) -> ToolResult<(&'a Workspace, ConfinedPath)> {
@@ -280,6 +280,12 @@ pub fn undo(
             files.push((change.path.clone(), outcome));
         }
     }
+    if files
+        .iter()
+        .any(|(_, outcome)| matches!(outcome, Outcome::Conflict(_)))
+    {
+        name_changers(journal, &calls, &mut files)?;
+    }
     let mut report = UndoReport {
         calls: calls.iter().map(|call| call.id).collect(),
         files,
@@ -301,6 +307,41 @@ pub fn undo(
     )?;
     report.applied = true;
     Ok(report)
+}
+
+/// Adds to each conflict the newest later call (not being undone) that
+/// changed the file, when the journal knows one: a command, say, whose
+/// changes were detected.
+fn name_changers(
+    journal: &Journal,
+    undone: &[CallRecord],
+    files: &mut [(PathBuf, Outcome)],
+) -> ToolResult<()> {
+    let Some(oldest) = undone.iter().map(|call| call.id).min() else {
+        return Ok(());
+    };
+    let later: Vec<CallRecord> = journal
+        .calls()
+        .map_err(journal_error)?
+        .into_iter()
+        .filter(|call| call.id > oldest && !undone.iter().any(|u| u.id == call.id))
+        .collect();
+    for (path, outcome) in files.iter_mut() {
+        let Outcome::Conflict(why) = outcome else {
+            continue;
+        };
+        // Newest first, as `calls` lists them.
+        if let Some(call) = later
+            .iter()
+            .find(|call| call.changes.iter().any(|c| &c.change.path == path))
+        {
+            why.push_str(&format!(
+                "; call {} ({}) changed it since",
+                call.id, call.tool
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn plan_dir_move(workspaces: &[Workspace], change: &Change) -> Outcome {

@@ -366,6 +366,10 @@ pub struct CallRecord {
     pub undoes: Vec<u64>,
     /// The changes, in the order they were made.
     pub changes: Vec<ChangeRecord>,
+    /// What the call's record says beyond its changes (a command whose
+    /// changes were not looked for, and why; what was left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The journal in one state directory. Share it in an `Arc`.
@@ -449,7 +453,7 @@ impl Journal {
     /// Opens (creating) the journal in `settings.dir`, resolves what dead
     /// processes left pending, and prunes it to its bounds.
     pub fn open(settings: Settings) -> Result<Arc<Journal>> {
-        for sub in ["objects", "calls", "pending"] {
+        for sub in ["objects", "calls", "pending", "pins"] {
             let dir = settings.dir.join(sub);
             fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
         }
@@ -510,6 +514,7 @@ impl Journal {
                 pid: std::process::id(),
                 undoes: Vec::new(),
                 changes: Vec::new(),
+                notes: Vec::new(),
             }),
         });
         let previous = CURRENT.with(|current| current.replace(Some(Recorder(call.clone()))));
@@ -537,6 +542,21 @@ impl Journal {
     /// crash that loses it loses nothing an undo of this change needs.
     pub fn store_unflushed(&self, data: &[u8]) -> Result<String> {
         self.store_with(data, false)
+    }
+
+    /// Flushes everything stored unflushed so far, in one call for the
+    /// whole filesystem (under [`Durability::Full`]; nothing otherwise):
+    /// for many pre-images stored at once with
+    /// [`store_unflushed`](Self::store_unflushed), where a flush each would
+    /// cost a disk round trip per file.
+    pub fn flush_stored(&self) -> Result<()> {
+        if self.settings.durability != Durability::Full {
+            return Ok(());
+        }
+        let objects = self.objects();
+        let dir = File::open(&objects).map_err(io_err("opening", &objects))?;
+        nix::unistd::syncfs(&dir)
+            .map_err(|errno| io_err("flushing", &objects)(io::Error::from(errno)))
     }
 
     fn store_with(&self, data: &[u8], sync: bool) -> Result<String> {
@@ -674,7 +694,7 @@ impl Journal {
             .dir
             .join("pending")
             .join(record_name(record.id));
-        if !record.changes.is_empty() {
+        if !record.changes.is_empty() || !record.notes.is_empty() {
             let path = self.settings.dir.join("calls").join(record_name(record.id));
             let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
                 path: path.clone(),
@@ -786,13 +806,15 @@ impl Journal {
             let path = self.settings.dir.join("pending").join(record_name(id));
             pending.extend(read_record(&path)?);
         }
+        let pinned = self.pinned()?;
         let objects = self.list_objects()?;
         let mut total: u64 = objects.iter().map(|(_, _, size)| size).sum();
         // Past the byte bound, drop the oldest calls until under it
         // (counting what each one alone refers to is not worth it: the
         // sweep below measures).
         loop {
-            let referenced = referenced(records.iter().chain(pending.iter()));
+            let mut referenced = referenced(records.iter().chain(pending.iter()));
+            referenced.extend(pinned.iter().cloned());
             let live: u64 = objects
                 .iter()
                 .filter(|(hash, _, _)| referenced.contains(hash))
@@ -823,6 +845,61 @@ impl Journal {
         *self.baseline.lock().unwrap_or_else(PoisonError::into_inner) =
             (records.len() as u64, total);
         Ok(report)
+    }
+
+    /// Keeps the contents `hashes` from the sweep while this process lives,
+    /// in place of what it pinned before: contents stored ahead of any
+    /// call that refers to them (the command baseline's). Kept in
+    /// `pins/<process id>.json`, so another process's prune sees them too.
+    pub fn pin(&self, hashes: &[String]) -> Result<()> {
+        let path = self
+            .settings
+            .dir
+            .join("pins")
+            .join(format!("{}.json", std::process::id()));
+        let data = serde_json::to_vec(hashes).map_err(|err| JournalError::Corrupt {
+            path: path.clone(),
+            message: err.to_string(),
+        })?;
+        let _lock = self.lock()?;
+        write_replace(&path, &data, self.settings.durability == Durability::Full)
+    }
+
+    /// The contents pinned by live processes; the pins of dead ones are
+    /// removed. Called with the lock held.
+    fn pinned(&self) -> Result<HashSet<String>> {
+        let dir = self.settings.dir.join("pins");
+        let mut set = HashSet::new();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // A journal made before pins existed.
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(set),
+            Err(err) => return Err(io_err("listing", &dir)(err)),
+        };
+        let own = std::process::id();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_suffix(".json")
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != own && !process_alive(pid) {
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            let Ok(data) = fs::read(entry.path()) else {
+                continue;
+            };
+            let hashes: Vec<String> =
+                serde_json::from_slice(&data).map_err(|err| JournalError::Corrupt {
+                    path: entry.path(),
+                    message: err.to_string(),
+                })?;
+            set.extend(hashes);
+        }
+        Ok(set)
     }
 
     /// Every stored content: hash, file and size on disk.
@@ -1158,6 +1235,19 @@ impl Recorder {
         Ok(())
     }
 
+    /// Adds a note to the call's record; a call with a note is filed even
+    /// when it changed nothing.
+    pub fn note(&self, text: impl Into<String>) -> Result<()> {
+        let journal = &self.0.journal;
+        let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if record.id == 0 {
+            let _lock = journal.lock()?;
+            record.id = journal.next_id()?;
+        }
+        record.notes.push(text.into());
+        Ok(())
+    }
+
     /// Makes this recorder the current one on this thread until the guard
     /// is dropped (for work a call hands to another thread).
     pub fn enter(&self) -> EnterGuard {
@@ -1229,6 +1319,7 @@ impl CallScope {
                     pid: 0,
                     undoes: Vec::new(),
                     changes: Vec::new(),
+                    notes: Vec::new(),
                 },
             );
             record

@@ -144,6 +144,7 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
         // pid 1 is always alive.
         pid: 1,
         undoes: Vec::new(),
+        notes: Vec::new(),
         changes: vec![ChangeRecord {
             change: Change::new(dir.path().join("x"), Op::Create, None, None),
             state: ChangeState::Pending,
@@ -310,4 +311,40 @@ fn an_intent_naming_a_content_swept_meanwhile_is_refused() {
         Err(JournalError::MissingContent { .. })
     ));
     assert_eq!(scope.finish().unwrap(), None);
+}
+
+#[test]
+fn pinned_contents_survive_the_sweep_while_their_process_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let kept = journal.store(b"baseline content").unwrap();
+    let loose = journal.store(b"nobody refers to this").unwrap();
+    journal.pin(std::slice::from_ref(&kept)).unwrap();
+    let report = journal.prune().unwrap();
+    assert_eq!(report.contents_dropped, 1, "{report:?}");
+    assert_eq!(journal.content(&kept).unwrap(), b"baseline content");
+    assert!(journal.content(&loose).is_err());
+    // The pins of a process that is gone are dropped, and so what only
+    // they kept.
+    let pins = dir.path().join("state/pins");
+    fs::rename(
+        pins.join(format!("{}.json", std::process::id())),
+        pins.join(format!("{}.json", u32::MAX)),
+    )
+    .unwrap();
+    journal.prune().unwrap();
+    assert!(journal.content(&kept).is_err());
+    assert_eq!(fs::read_dir(&pins).unwrap().count(), 0);
+}
+
+#[test]
+fn a_call_with_a_note_and_no_change_is_filed() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let scope = journal.begin("bash", "default", "local");
+    current().unwrap().note("changes not looked for").unwrap();
+    let id = scope.finish().unwrap().unwrap();
+    let call = journal.call(id).unwrap().unwrap();
+    assert!(call.changes.is_empty());
+    assert_eq!(call.notes, ["changes not looked for"]);
 }

@@ -118,6 +118,10 @@ impl Surface for CodexSurface {
         agent_tools::Session::new(CodexSession::default())
     }
 
+    fn workspace_index<'a>(&self, state: &'a Services) -> Option<&'a agent_tools::WorkspaceIndex> {
+        state.files().index()
+    }
+
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
         // codex shows its model the failure's text and nothing else, for
         // every code at every stage; the snapshot of every code, stage and

@@ -144,6 +144,10 @@ impl Surface for DefaultSurface {
         agent_tools::Session::new(DefaultSession::default())
     }
 
+    fn workspace_index<'a>(&self, state: &'a Services) -> Option<&'a agent_tools::WorkspaceIndex> {
+        state.files().index()
+    }
+
     fn render_error(&self, failure: Failure<'_>) -> CallOutcome {
         // Every code, at every stage, is its envelope on this surface; the
         // snapshot of every code, stage and surface (tests/surfaces.rs) makes

@@ -530,3 +530,218 @@ fn journal_undo_refuses_unknown_calls_and_bad_arguments() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("expected full or relaxed"));
 }
+
+/// Starts a server on the default surface with the journal and `extra`
+/// flags.
+fn start_with(root: &Path, state: &Path, extra: &[&str]) -> McpClient {
+    let mut args = journal_args(state);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    McpClient::start(root, &args)
+}
+
+/// The listing of one call (its header and lines), from `changes`.
+fn listing_of(client: &mut McpClient, changes: &str, id: u64) -> String {
+    let listing = call_ok(client, changes, json!({"limit": 50}));
+    let head = format!("call {id} ");
+    let start = listing
+        .find(&head)
+        .unwrap_or_else(|| panic!("call {id} not listed: {listing}"));
+    let rest = &listing[start..];
+    let end = rest[1..].find("\ncall ").map_or(rest.len(), |at| at + 2);
+    rest[..end].to_owned()
+}
+
+#[test]
+fn journal_commands_changes_are_listed_and_block_an_undo_that_would_overwrite_them() {
+    // With the warm index (the server's default) and with a stat walk.
+    for extra in [&[][..], &["--no-index"][..]] {
+        let (_outer, root, state) = setup();
+        let mut client = start_with(&root, &state, extra);
+        call_ok(
+            &mut client,
+            "bash",
+            json!({"command": "echo new > made.txt && echo more >> a.txt && rm gone.txt"}),
+        );
+        let id = newest_call(&mut client, "changes");
+        let listing = listing_of(&mut client, "changes", id);
+        assert!(
+            listing.contains(" bash (agent-tools, local): not undoable: "),
+            "{extra:?}: {listing}"
+        );
+        assert!(
+            listing.contains("made by a command"),
+            "{extra:?}: {listing}"
+        );
+        let made = root.join("made.txt");
+        let a = root.join("a.txt");
+        let gone = root.join("gone.txt");
+        assert!(
+            listing.contains(&format!("  A {} ", made.display())),
+            "{extra:?}: {listing}"
+        );
+        assert!(
+            listing.contains(&format!("  M {} ", a.display())),
+            "{extra:?}: {listing}"
+        );
+        assert!(
+            listing.contains(&format!("  D {} ", gone.display())),
+            "{extra:?}: {listing}"
+        );
+        // The command's own call cannot be undone without the baseline.
+        let before = with_modes(&root);
+        let (is_error, text) = client.call("undo", json!({"call": id}));
+        assert!(is_error && text.contains("not undoable"), "{text}");
+        assert_eq!(with_modes(&root), before);
+
+        // A tool call, then a command over its file: undoing the tool call
+        // would overwrite the command's change, so it is refused, naming
+        // the command's call, and nothing is written.
+        call_ok(
+            &mut client,
+            "write_file",
+            json!({"path": "w.txt", "content": "by the tool\n"}),
+        );
+        let tool_call = newest_call(&mut client, "changes");
+        call_ok(
+            &mut client,
+            "bash",
+            json!({"command": "printf 'by the command\\n' > w.txt && echo x > also.txt"}),
+        );
+        let command_call = newest_call(&mut client, "changes");
+        assert!(command_call > tool_call);
+        let before = with_modes(&root);
+        let (is_error, text) = client.call("undo", json!({"call": tool_call}));
+        assert!(is_error, "{extra:?}: {text}");
+        assert!(text.contains("nothing was written"), "{text}");
+        assert!(
+            text.contains(&format!("call {command_call} (bash) changed it since")),
+            "{extra:?}: {text}"
+        );
+        assert_eq!(with_modes(&root), before);
+        client.shutdown();
+    }
+}
+
+#[test]
+fn journal_commands_of_every_surface_are_listed() {
+    let (_outer, root, state) = setup();
+    let cases: [(&str, &str, &str, Value); 3] = [
+        (
+            "claude-code",
+            "Bash",
+            "Changes",
+            json!({"command": "echo c > by-claude-code.txt"}),
+        ),
+        (
+            "codex",
+            "shell",
+            "changes",
+            json!({"command": ["bash", "-c", "echo c > by-codex.txt"]}),
+        ),
+        (
+            "filesystem",
+            "bash",
+            "list_changes",
+            json!({"command": "echo c > by-filesystem.txt", "workingDirectory": root.to_str().unwrap()}),
+        ),
+    ];
+    for (surface, tool, changes, args) in cases {
+        let mut client = start(&root, &state, surface);
+        call_ok(&mut client, tool, args);
+        let id = newest_call(&mut client, changes);
+        let listing = listing_of(&mut client, changes, id);
+        let made = root.join(format!("by-{surface}.txt"));
+        assert!(
+            listing.contains(&format!(" {tool} ({surface}, local)"))
+                && listing.contains(&format!("  A {} ", made.display())),
+            "{surface}: {listing}"
+        );
+        client.shutdown();
+    }
+}
+
+#[test]
+fn journal_commands_baseline_undoes_sed_and_rm_exactly() {
+    for extra in [&[][..], &["--no-index"][..]] {
+        let (_outer, root, state) = setup();
+        std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+        std::fs::create_dir(root.join("build")).unwrap();
+        let mut args = vec!["--journal-commands", "baseline"];
+        args.extend_from_slice(extra);
+        let mut client = start_with(&root, &state, &args);
+        let before = with_modes(&root);
+        call_ok(
+            &mut client,
+            "bash",
+            json!({"command": "sed -i 's/two/TWO/' a.txt && rm gone.txt && sed -i 's/hi/HI/' src/run.sh && echo out > build/x"}),
+        );
+        let id = newest_call(&mut client, "changes");
+        let listing = listing_of(&mut client, "changes", id);
+        assert!(listing.contains(": undoable"), "{extra:?}: {listing}");
+        assert!(listing.contains("ignored files"), "{extra:?}: {listing}");
+        assert!(!listing.contains("build/x"), "{extra:?}: {listing}");
+        let text = call_ok(&mut client, "undo", json!({"call": id}));
+        assert!(text.starts_with("Undid call(s)"), "{text}");
+        // Every file as it was, modes included (the ignored one is not
+        // covered, and stays).
+        let mut after = with_modes(&root);
+        after.remove("build/x");
+        assert_eq!(after, before, "{extra:?}");
+
+        // A second command after a tool call: the baseline holds what the
+        // tool wrote, so the command is undone to it.
+        call_ok(
+            &mut client,
+            "write_file",
+            json!({"path": "a.txt", "content": "written\n"}),
+        );
+        let mut before = with_modes(&root);
+        before.remove("build/x");
+        call_ok(
+            &mut client,
+            "bash",
+            json!({"command": "chmod 600 a.txt && echo again >> a.txt"}),
+        );
+        let id = newest_call(&mut client, "changes");
+        call_ok(&mut client, "undo", json!({"call": id}));
+        let mut after = with_modes(&root);
+        after.remove("build/x");
+        assert_eq!(after, before, "{extra:?}");
+        client.shutdown();
+    }
+}
+
+#[test]
+fn journal_commands_detection_past_the_file_cap_says_it_was_skipped() {
+    let (_outer, root, state) = setup();
+    let mut client = start_with(
+        &root,
+        &state,
+        &["--no-index", "--journal-command-max-files", "2"],
+    );
+    call_ok(&mut client, "bash", json!({"command": "echo x > new.txt"}));
+    let id = newest_call(&mut client, "changes");
+    let listing = listing_of(&mut client, "changes", id);
+    assert!(
+        listing.contains(
+            "note: the command's changes were not looked for: the roots hold more than 2 files (--journal-command-max-files)"
+        ),
+        "{listing}"
+    );
+    assert!(!listing.contains("new.txt"), "{listing}");
+    client.shutdown();
+    // A value that is not a mode is refused at startup.
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+        .args(["mcp", "--root", root.to_str().unwrap(), "--journal"])
+        .args(["--journal-dir", state.to_str().unwrap()])
+        .args(["--journal-commands", "sometimes"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("expected off, detect or baseline"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
