@@ -95,6 +95,23 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// Processor seconds this process has used (user and system), from
+/// `/proc/self/stat` (in clock ticks, 100 a second on Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are the 14th and 15th fields, the 12th and 13th here.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40_000);
@@ -117,6 +134,7 @@ fn main() -> std::io::Result<()> {
         );
     }
     let before = rss_kb();
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
     let index = WorkspaceIndex::start(IndexConfig::new(&root));
     assert!(
@@ -125,13 +143,17 @@ fn main() -> std::io::Result<()> {
         index.status()
     );
     let build = started.elapsed();
+    let cpu = cpu_seconds() - cpu_before;
     let after = rss_kb();
     let stats = index.stats().unwrap_or_default();
     println!(
         "files {} indexed {} always {}",
         stats.files, stats.indexed_files, stats.always_candidates
     );
-    println!("build {:.2} s", build.as_secs_f64());
+    println!(
+        "build {:.2} s wall, {cpu:.2} s processor",
+        build.as_secs_f64()
+    );
     println!(
         "text {:.1} MB, postings {} ({:.2} per file), postings bytes {:.1} MB ({:.3} B/posting), table {:.1} MB ({:.0} B/file)",
         stats.text_bytes as f64 / 1e6,

@@ -16,7 +16,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
-use crate::postings::{Segment, Trigram, TrigramCollector};
+use crate::postings::{Segment, Trigram, TrigramCollector, sort_by_trigram};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
 use agent_tools_walk::rules::{
@@ -39,6 +39,9 @@ const LOOSE_FILES: usize = 64;
 const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
+/// (trigram, file) pairs a build reader gathers before sorting them into a
+/// segment: 8 MiB of pairs, a few thousand files of source.
+const BATCH_PAIRS: usize = 1 << 20;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
 /// is used: about 0.45 bytes on generated source trees, where dense lists
@@ -393,10 +396,14 @@ impl State {
 
     /// Reads and extracts the trigrams of files, on up to two threads,
     /// chunk by chunk, and packs them into one segment whose ids are the
-    /// files' positions in `paths`. Each reader turns a chunk into a small
-    /// segment at once and merges its segments in tiers (eight of a size
-    /// into one), so what is held is always compressed and each posting is
-    /// re-encoded a few times at most. The list bytes of the segments held
+    /// files' positions in `paths`. Each reader gathers the (trigram, file)
+    /// pairs of the chunks it takes into a batch of about a million, sorts
+    /// the batch by trigram with two counting passes (its chunks come in
+    /// increasing id order, so ids stay sorted) into a segment, and merges
+    /// its segments in tiers (eight of a size into one), so what is held
+    /// is compressed and each posting is re-encoded a few times at most.
+    /// The readers' segments are merged once at the end, each half of the
+    /// key space on its own thread. The list bytes of the segments held
     /// count against the memory budget: once they exceed it, a reader
     /// merges all it holds (which brings them to about their final size),
     /// and past one and a half times it, further files are left out as
@@ -406,7 +413,7 @@ impl State {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
             Mutex::new((0..chunks.len()).map(|_| None).collect());
-        let finished: Mutex<Vec<Segment>> = Mutex::new(Vec::new());
+        let finished: Mutex<Vec<Vec<Segment>>> = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
@@ -424,6 +431,11 @@ impl State {
                     yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
                     let mut tiers = Tiers::default();
+                    // The pairs of the chunks read since the last segment
+                    // was made: a reader's chunks come in increasing id
+                    // order, so a batch sorts by trigram alone.
+                    let mut pairs: Vec<u64> = Vec::new();
+                    let mut scratch: Vec<u64> = Vec::new();
                     // What was held after this reader last merged all it
                     // holds: it does so again only once that grew by an
                     // eighth of the budget, so a full index is not merged
@@ -441,7 +453,6 @@ impl State {
                             collapsed_at = held.load(Ordering::Relaxed);
                         }
                         let first_id = at * BUILD_CHUNK;
-                        let mut pairs = Vec::new();
                         let reads: Vec<Read1> = chunk
                             .iter()
                             .enumerate()
@@ -456,7 +467,7 @@ impl State {
                                         taken: 0,
                                     };
                                 }
-                                let mut read = self.read_file(path, &mut collector);
+                                let mut read = self.read_file(path, &mut collector, false);
                                 if let Ok(trigrams) = &mut read.outcome {
                                     if !trigrams.is_empty()
                                         && held.load(Ordering::Relaxed) > leave_out_past
@@ -475,14 +486,22 @@ impl State {
                                 read
                             })
                             .collect();
-                        tiers.push(Segment::from_pairs(pairs), &held);
+                        if pairs.len() >= BATCH_PAIRS {
+                            sort_by_trigram(&mut pairs, &mut scratch);
+                            tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                            pairs.clear();
+                        }
                         results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
                     }
-                    tiers.collapse(&held);
+                    if !pairs.is_empty() {
+                        sort_by_trigram(&mut pairs, &mut scratch);
+                        tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                    }
+                    drop((pairs, scratch));
                     finished
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .extend(tiers.segments.pop().map(|(_, s)| s));
+                        .push(tiers.segments.into_iter().map(|(_, s)| s).collect());
                 });
             }
         });
@@ -495,10 +514,7 @@ impl State {
         let finished = finished
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
-        let parts: Vec<&Segment> = finished.iter().collect();
-        // The readers' ids interleave: the merge unites each key's lists.
-        let base = Segment::merge(&parts, Some);
-        (reads, base)
+        (reads, merge_in_halves(&finished))
     }
 
     /// Leaves the largest indexed files out (always candidates) until the
@@ -549,8 +565,10 @@ impl State {
     }
 
     /// Reads one file for the index: stat first (so a racing write is seen
-    /// again by its own event), then its text up to the first NUL.
-    fn read_file(&self, rel: &str, collector: &mut TrigramCollector) -> Read1 {
+    /// again by its own event), then its text up to the first NUL. Its
+    /// trigrams come sorted when `sorted` (a loose list is searched), else
+    /// in the order met (the build sorts them with the batch's pairs).
+    fn read_file(&self, rel: &str, collector: &mut TrigramCollector, sorted: bool) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
             binary_from_start: false,
@@ -641,7 +659,11 @@ impl State {
             stamp,
             binary_from_start: first_nul == Some(0),
             text_bytes: text.len() as u64,
-            outcome: Ok(collector.collect(text)),
+            outcome: Ok(if sorted {
+                collector.collect(text)
+            } else {
+                collector.collect_unsorted(text)
+            }),
             nul_at: first_nul,
             taken: 0,
         }
@@ -1149,7 +1171,7 @@ impl State {
     /// (Re-)reads one file into the loose lists.
     fn index_one(&mut self, rel: &str) {
         let mut collector = TrigramCollector::new();
-        let mut read = self.read_file(rel, &mut collector);
+        let mut read = self.read_file(rel, &mut collector, true);
         if read.stamp.is_none() {
             // Gone between the event and the read: its removal event follows.
             self.remove_file(rel);
@@ -1534,6 +1556,32 @@ fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64, per_posting: 
             read.text_bytes = 0;
         }
     }
+}
+
+/// Merges the build readers' segments (a group each, see
+/// [`Segment::merge_groups`]) into one: the lower and the upper half of
+/// the key space on a thread each, then the two laid end to end.
+fn merge_in_halves(groups: &[Vec<Segment>]) -> Segment {
+    let refs: Vec<Vec<&Segment>> = groups.iter().map(|g| g.iter().collect()).collect();
+    let largest = groups.iter().flatten().max_by_key(|s| s.list_bytes());
+    let Some(middle) = largest.and_then(Segment::middle_key) else {
+        return Segment::merge_groups(&refs, 0..Trigram::MAX);
+    };
+    let (low, high) = std::thread::scope(|scope| {
+        let high = scope.spawn(|| {
+            yield_to_the_tools();
+            Segment::merge_groups(&refs, middle..Trigram::MAX)
+        });
+        let low = Segment::merge_groups(&refs, 0..middle);
+        // A panic in the other half is passed on as it is.
+        (
+            low,
+            high.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        )
+    });
+    let mut merged = low;
+    merged.append(high);
+    merged
 }
 
 /// Segments merged in tiers: a new segment is tier 0, and whenever the last
