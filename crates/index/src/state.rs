@@ -2,6 +2,7 @@
 //! ignore rules, and the trigram segments; how it is built and how one
 //! changed path is brought up to date.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -170,7 +171,9 @@ pub struct Tree {
     pub pruned: Vec<String>,
 }
 
-/// The candidates of a query that includes ignored files.
+/// The candidates of a query (see
+/// [`WorkspaceIndex::candidate_files`](crate::WorkspaceIndex::candidate_files)
+/// and [`candidates_with_ignored`](crate::WorkspaceIndex::candidates_with_ignored)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Candidates {
     /// The files that may hold a match, ignored ones included (every one
@@ -179,6 +182,11 @@ pub struct Candidates {
     /// The directories the index does not enter, as in [`Tree::pruned`]:
     /// every file in them is a candidate; the caller walks them.
     pub pruned: Vec<String>,
+    /// How many of `paths` are there only because they are past the
+    /// memory budget: their text is not in the index, so every search
+    /// reads them whole. An answer should say so: past the budget, a
+    /// search costs more the more files are left out.
+    pub over_budget: u64,
 }
 
 /// Figures about an index.
@@ -1323,14 +1331,32 @@ impl State {
     /// The files within `under` that may hold a match of `query`, in path
     /// order: those the trigram lists allow, plus every file the index
     /// cannot vouch for.
+    #[cfg(test)]
     pub(crate) fn candidates(&self, query: &Query, under: &str) -> Vec<String> {
+        self.candidate_files(query, under).paths
+    }
+
+    /// [`candidates`](Self::candidates) with the count of those past the
+    /// budget.
+    pub(crate) fn candidate_files(&self, query: &Query, under: &str) -> Candidates {
         let answer = evaluate(query, self);
+        let over_budget = Cell::new(0);
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead | Content::BinaryFromStart | Content::Ignored => false,
-            Content::Always(_) => true,
+            Content::Always(why) => {
+                if why == AlwaysReason::OverBudget {
+                    over_budget.set(over_budget.get() + 1);
+                }
+                true
+            }
             Content::Indexed => record.stamp.is_linked() || answer.allows(id),
         };
-        self.paths_where(under, pick)
+        let paths = self.paths_where(under, pick);
+        Candidates {
+            paths,
+            pruned: Vec::new(),
+            over_budget: over_budget.get(),
+        }
     }
 
     /// The paths under `under` of the files `pick` (given a file's id and
@@ -1408,18 +1434,27 @@ impl State {
     ) -> Candidates {
         let answer = evaluate(query, self);
         let past_nul = u32::try_from(reads_past_nul_from).unwrap_or(u32::MAX);
+        let over_budget = Cell::new(0);
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead => false,
-            Content::Always(_) | Content::Ignored => true,
+            Content::Always(why) => {
+                if why == AlwaysReason::OverBudget {
+                    over_budget.set(over_budget.get() + 1);
+                }
+                true
+            }
+            Content::Ignored => true,
             Content::Indexed | Content::BinaryFromStart => {
                 (record.nul_at != u32::MAX && record.nul_at >= past_nul)
                     || record.stamp.is_linked()
                     || (record.content == Content::Indexed && answer.allows(id))
             }
         };
+        let paths = self.paths_where(under, pick);
         Candidates {
-            paths: self.paths_where(under, pick),
+            paths,
             pruned: self.pruned_within(under),
+            over_budget: over_budget.get(),
         }
     }
 
