@@ -5,7 +5,7 @@
 //! `cargo run --release -p agent-tools-index --example scale -- FILES [DIR]`
 //! writes FILES files (100 a folder, about 2 KB each) into DIR (a
 //! temporary directory when not given; an existing DIR with the same
-//! count is reused).
+//! count is reused). A third argument sets the memory budget in MiB.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,10 @@ fn cpu_seconds() -> f64 {
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40_000);
-    let (_temp, root) = match args.next() {
+    let dir = args.next();
+    // An optional memory budget in MiB (the default otherwise).
+    let budget_mib: Option<u64> = args.next().and_then(|a| a.parse().ok());
+    let (_temp, root) = match dir {
         Some(dir) => (None, PathBuf::from(dir)),
         None => {
             let temp = tempfile::tempdir()?;
@@ -136,7 +139,11 @@ fn main() -> std::io::Result<()> {
     let before = rss_kb();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
-    let index = WorkspaceIndex::start(IndexConfig::new(&root));
+    let mut config = IndexConfig::new(&root);
+    if let Some(mib) = budget_mib {
+        config = config.memory_budget(mib * 1024 * 1024);
+    }
+    let index = WorkspaceIndex::start(config);
     assert!(
         index.wait_ready(Duration::from_secs(3600)),
         "{:?}",
