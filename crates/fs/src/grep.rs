@@ -21,7 +21,7 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink as SearchSink, SinkContext, SinkMatch,
 };
 
-use crate::indexed::{below, scan_note};
+use crate::indexed::{below, budget_note, scan_note};
 use crate::walk::{Flow, Sink, Skipped, Walk, skipped_note, visit_listed};
 use crate::{FileTools, GrepArgs, OutputMode, cancelled, page};
 
@@ -488,11 +488,12 @@ impl FileTools {
                     None
                 }
             };
-            if let Some((under, paths)) = from_index {
+            if let Some((under, candidates)) = from_index {
+                scan_why = budget_note(candidates.over_budget);
                 let root = ws.open_dir(&ws.root_path())?;
                 let sink = visit_listed(
                     &root,
-                    &paths,
+                    &candidates.paths,
                     make_searcher,
                     |searcher, dir, name, path, sink| {
                         if budget.is_cut() || cancel.load(Ordering::Relaxed) {
@@ -698,7 +699,8 @@ struct Searched {
     found: Vec<FileHits>,
     skipped: Vec<Skipped>,
     /// Why the index was passed over for a walk, when that is worth saying
-    /// (see `indexed::scan_note`), or empty.
+    /// (see `indexed::scan_note`), or how many files it left out for its
+    /// budget (`indexed::budget_note`), or empty.
     scan_note: String,
     cut: bool,
 }

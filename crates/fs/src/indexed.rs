@@ -82,18 +82,19 @@ impl FileTools {
     }
 
     /// The files under `base` that may hold a match of the grep, from the
-    /// index (`Ok(None)` when there is no index).
+    /// index (`Ok(None)` when there is no index), with how many of them
+    /// are past its memory budget.
     pub(crate) fn indexed_candidates(
         &self,
         base: &ConfinedPath,
         args: &GrepArgs,
-    ) -> Result<Option<(String, Vec<String>)>, NotServed> {
+    ) -> Result<Option<(String, Candidates)>, NotServed> {
         let Some((index, under)) = self.index_for(base) else {
             return Ok(None);
         };
         index
-            .candidates(&grep_query(args), &under)
-            .map(|paths| Some((under, paths)))
+            .candidate_files(&grep_query(args), &under)
+            .map(|found| Some((under, found)))
     }
 
     /// Everything under `base` the index holds, ignored files included
@@ -169,6 +170,19 @@ pub(crate) fn scan_note(why: &NotServed) -> String {
         format!("[note: searched by walking the tree: {why}]\n")
     } else {
         String::new()
+    }
+}
+
+/// The note saying how many of the files searched are past the index's
+/// memory budget (read whole on every search, as a walk reads every file);
+/// empty when none are.
+pub(crate) fn budget_note(over_budget: u64) -> String {
+    match over_budget {
+        0 => String::new(),
+        1 => "[note: 1 file is past the workspace index's memory budget: it is not indexed, so every search reads it whole, as a walk would]\n".to_string(),
+        n => format!(
+            "[note: {n} files are past the workspace index's memory budget: they are not indexed, so every search reads them whole, as a walk would]\n"
+        ),
     }
 }
 

@@ -5,7 +5,7 @@
 //! `cargo run --release -p agent-tools-index --example scale -- FILES [DIR]`
 //! writes FILES files (100 a folder, about 2 KB each) into DIR (a
 //! temporary directory when not given; an existing DIR with the same
-//! count is reused).
+//! count is reused). A third argument sets the memory budget in MiB.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -95,10 +95,30 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// Processor seconds this process has used (user and system), from
+/// `/proc/self/stat` (in clock ticks, 100 a second on Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are the 14th and 15th fields, the 12th and 13th here.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40_000);
-    let (_temp, root) = match args.next() {
+    let dir = args.next();
+    // An optional memory budget in MiB (the default otherwise).
+    let budget_mib: Option<u64> = args.next().and_then(|a| a.parse().ok());
+    let (_temp, root) = match dir {
         Some(dir) => (None, PathBuf::from(dir)),
         None => {
             let temp = tempfile::tempdir()?;
@@ -117,21 +137,30 @@ fn main() -> std::io::Result<()> {
         );
     }
     let before = rss_kb();
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
-    let index = WorkspaceIndex::start(IndexConfig::new(&root));
+    let mut config = IndexConfig::new(&root);
+    if let Some(mib) = budget_mib {
+        config = config.memory_budget(mib * 1024 * 1024);
+    }
+    let index = WorkspaceIndex::start(config);
     assert!(
         index.wait_ready(Duration::from_secs(3600)),
         "{:?}",
         index.status()
     );
     let build = started.elapsed();
+    let cpu = cpu_seconds() - cpu_before;
     let after = rss_kb();
     let stats = index.stats().unwrap_or_default();
     println!(
         "files {} indexed {} always {}",
         stats.files, stats.indexed_files, stats.always_candidates
     );
-    println!("build {:.2} s", build.as_secs_f64());
+    println!(
+        "build {:.2} s wall, {cpu:.2} s processor",
+        build.as_secs_f64()
+    );
     println!(
         "text {:.1} MB, postings {} ({:.2} per file), postings bytes {:.1} MB ({:.3} B/posting), table {:.1} MB ({:.0} B/file)",
         stats.text_bytes as f64 / 1e6,

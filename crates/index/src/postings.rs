@@ -8,6 +8,8 @@
 //! increasing ranges of file ids, so the list of a trigram over several
 //! segments is their concatenation.
 
+use std::ops::Range;
+
 /// A trigram key: three folded bytes in the low 24 bits.
 pub(crate) type Trigram = u32;
 
@@ -41,23 +43,75 @@ impl TrigramCollector {
 
     /// The distinct trigrams of `text`, sorted.
     pub(crate) fn collect(&mut self, text: &[u8]) -> Vec<Trigram> {
-        let mut found = Vec::new();
-        if text.len() >= 3 {
-            let mut window = (u32::from(fold(text[0])) << 8) | u32::from(fold(text[1]));
-            for &byte in &text[2..] {
-                window = ((window << 8) | u32::from(fold(byte))) & 0x00FF_FFFF;
-                let (word, bit) = ((window >> 6) as usize, window & 63);
-                if self.seen[word] & (1 << bit) == 0 {
-                    self.seen[word] |= 1 << bit;
-                    found.push(window);
-                }
-            }
+        let mut found = self.collect_unsorted(text);
+        found.sort_unstable();
+        // Kept as a loose list: without the room for every window.
+        found.shrink_to_fit();
+        found
+    }
+
+    /// The distinct trigrams of `text`, in the order first met (the build
+    /// sorts a whole batch of files' pairs at once instead).
+    pub(crate) fn collect_unsorted(&mut self, text: &[u8]) -> Vec<Trigram> {
+        let Some(windows) = text.len().checked_sub(2).filter(|&n| n > 0) else {
+            return Vec::new();
+        };
+        // Every window is written and the length moves on only for a new
+        // one: whether a trigram is new is a coin toss on source text, and
+        // a branch on it was mispredicted about half the time.
+        let mut found = vec![0; windows];
+        let mut len = 0;
+        let mut window = (u32::from(fold(text[0])) << 8) | u32::from(fold(text[1]));
+        for &byte in &text[2..] {
+            window = ((window << 8) | u32::from(fold(byte))) & 0x00FF_FFFF;
+            let word = &mut self.seen[(window >> 6) as usize];
+            let bit = 1u64 << (window & 63);
+            let new = usize::from(*word & bit == 0);
+            *word |= bit;
+            found[len] = window;
+            len += new;
         }
+        found.truncate(len);
         for &trigram in &found {
             self.seen[(trigram >> 6) as usize] = 0;
         }
-        found.sort_unstable();
         found
+    }
+}
+
+/// Sorts `(trigram << 32 | file id)` pairs by trigram, keeping the order of
+/// pairs with the same trigram: pairs appended file by file in increasing
+/// id order come out sorted by trigram, then id. Three counting passes over
+/// a byte of the key each (the counts of all three taken in one read), so
+/// a batch costs a few linear passes rather than a comparison sort's
+/// `log n`, which was the build's largest cost.
+pub(crate) fn sort_by_trigram(pairs: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    let mut counts = [[0usize; 256]; 3];
+    for &pair in pairs.iter() {
+        for (pass, count) in counts.iter_mut().enumerate() {
+            count[((pair >> (32 + 8 * pass)) & 0xFF) as usize] += 1;
+        }
+    }
+    scratch.clear();
+    scratch.resize(pairs.len(), 0);
+    for (pass, count) in counts.iter().enumerate() {
+        // A byte that is the same in every pair orders nothing.
+        if count.contains(&pairs.len()) {
+            continue;
+        }
+        let shift = 32 + 8 * pass;
+        let mut starts = [0usize; 256];
+        let mut total = 0;
+        for (start, &c) in starts.iter_mut().zip(count) {
+            *start = total;
+            total += c;
+        }
+        for &pair in pairs.iter() {
+            let at = &mut starts[((pair >> shift) & 0xFF) as usize];
+            scratch[*at] = pair;
+            *at += 1;
+        }
+        std::mem::swap(pairs, scratch);
     }
 }
 
@@ -84,10 +138,15 @@ impl Segment {
     pub(crate) fn from_pairs(mut pairs: Vec<u64>) -> Segment {
         pairs.sort_unstable();
         pairs.dedup();
+        Segment::from_sorted_pairs(&pairs)
+    }
+
+    /// Builds a segment from distinct pairs sorted by trigram, then id.
+    pub(crate) fn from_sorted_pairs(pairs: &[u64]) -> Segment {
         let mut segment = Segment::default();
         let mut ids = Vec::new();
         let mut current: Option<Trigram> = None;
-        for pair in pairs {
+        for &pair in pairs {
             let trigram = (pair >> 32) as Trigram;
             if current != Some(trigram) {
                 if let Some(done) = current {
@@ -117,21 +176,11 @@ impl Segment {
             .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
         self.counts
             .push(u32::try_from(ids.len()).unwrap_or(u32::MAX));
-        let mut varint_bytes = varint_len(first);
-        for pair in ids.windows(2) {
-            varint_bytes += varint_len(pair[1] - pair[0]);
-        }
         let bitmap_bytes = 4 + (last - first) as usize / 8 + 1;
-        if bitmap_bytes < varint_bytes {
-            self.arena.push(AS_BITMAP);
-            self.arena.extend_from_slice(&first.to_le_bytes());
-            let at = self.arena.len();
-            self.arena.resize(at + bitmap_bytes - 4, 0);
-            for &id in ids {
-                let bit = (id - first) as usize;
-                self.arena[at + bit / 8] |= 1 << (bit % 8);
-            }
-        } else {
+        let tag = self.arena.len();
+        // Every varint takes a byte at least: a list with more ids than the
+        // bitmap has bytes is a bitmap without encoding it first.
+        if ids.len() <= bitmap_bytes {
             self.arena.push(AS_VARINTS);
             let mut previous = 0;
             for (n, &id) in ids.iter().enumerate() {
@@ -139,6 +188,18 @@ impl Segment {
                 push_varint(delta, &mut self.arena);
                 previous = id;
             }
+            if self.arena.len() - tag - 1 <= bitmap_bytes {
+                return;
+            }
+            self.arena.truncate(tag);
+        }
+        self.arena.push(AS_BITMAP);
+        self.arena.extend_from_slice(&first.to_le_bytes());
+        let at = self.arena.len();
+        self.arena.resize(at + bitmap_bytes - 4, 0);
+        for &id in ids {
+            let bit = (id - first) as usize;
+            self.arena[at + bit / 8] |= 1 << (bit % 8);
         }
     }
 
@@ -237,15 +298,99 @@ impl Segment {
         merged.seal();
         merged
     }
-}
 
-fn varint_len(value: u32) -> usize {
-    match value {
-        0..=0x7F => 1,
-        0x80..=0x3FFF => 2,
-        0x4000..=0x1F_FFFF => 3,
-        0x20_0000..=0xFFF_FFFF => 4,
-        _ => 5,
+    /// Merges the lists of the keys in `keys` of groups of segments into
+    /// one segment. The segments of a group hold increasing ranges of ids,
+    /// in that order (one build reader's), so their lists concatenate;
+    /// groups interleave (readers took chunks in turn), so theirs are
+    /// united. The build runs it on each half of the key space at once.
+    pub(crate) fn merge_groups(groups: &[Vec<&Segment>], keys: Range<Trigram>) -> Segment {
+        let spans: Vec<Vec<(usize, usize)>> = groups
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|s| {
+                        let from = s.keys.partition_point(|&k| k < keys.start);
+                        let to = s.keys.partition_point(|&k| k < keys.end);
+                        (from, to)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut all: Vec<Trigram> = groups
+            .iter()
+            .zip(&spans)
+            .flat_map(|(group, spans)| {
+                group
+                    .iter()
+                    .zip(spans)
+                    .flat_map(|(s, &(from, to))| s.keys[from..to].iter().copied())
+            })
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        let mut cursors: Vec<Vec<usize>> = spans
+            .iter()
+            .map(|spans| spans.iter().map(|&(from, _)| from).collect())
+            .collect();
+        let mut merged = Segment::default();
+        let mut ids = Vec::new();
+        let mut group_ids = Vec::new();
+        for trigram in all {
+            ids.clear();
+            for (group, cursors) in groups.iter().zip(cursors.iter_mut()) {
+                group_ids.clear();
+                for (part, cursor) in group.iter().zip(cursors.iter_mut()) {
+                    if part.keys.get(*cursor) == Some(&trigram) {
+                        part.decode_at(*cursor, &mut group_ids);
+                        *cursor += 1;
+                    }
+                }
+                if ids.is_empty() {
+                    std::mem::swap(&mut ids, &mut group_ids);
+                } else if !group_ids.is_empty() {
+                    ids = union(&ids, &group_ids);
+                }
+            }
+            merged.push_list(trigram, &ids);
+        }
+        merged.seal();
+        merged
+    }
+
+    /// Appends the lists of a segment whose keys all lie above this one's.
+    pub(crate) fn append(&mut self, mut other: Segment) {
+        if other.starts.is_empty() {
+            return;
+        }
+        debug_assert!(
+            self.keys
+                .last()
+                .zip(other.keys.first())
+                .is_none_or(|(a, b)| a < b)
+        );
+        let base = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
+        self.starts.pop();
+        self.keys.append(&mut other.keys);
+        self.counts.append(&mut other.counts);
+        self.starts
+            .extend(other.starts.iter().map(|&start| start + base));
+        self.arena.append(&mut other.arena);
+        self.keys.shrink_to_fit();
+        self.starts.shrink_to_fit();
+        self.counts.shrink_to_fit();
+        self.arena.shrink_to_fit();
+    }
+
+    /// A key near the middle of the segment's postings, to split the work
+    /// of a merge in two.
+    pub(crate) fn middle_key(&self) -> Option<Trigram> {
+        let half = *self.starts.last()? / 2;
+        let at = self.starts.partition_point(|&start| start < half);
+        self.keys
+            .get(at.min(self.keys.len().saturating_sub(1)))
+            .copied()
     }
 }
 
@@ -469,6 +614,67 @@ mod tests {
                     prop_assert_eq!(segment.count(trigram) as usize, want.len());
                     prop_assert_eq!(read(&segment, trigram), want);
                 }
+            }
+
+            #[test]
+            fn the_counting_sort_orders_like_a_comparison_sort(
+                files in prop::collection::vec(prop::collection::vec(0u32..0x100_0000, 0..40), 0..40),
+            ) {
+                // Pairs appended file by file in id order, as a reader does;
+                // trigrams spread over all three bytes of the key.
+                let mut pairs: Vec<u64> = Vec::new();
+                for (id, trigrams) in files.iter().enumerate() {
+                    let mut distinct = trigrams.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    distinct.reverse();
+                    pairs.extend(distinct.iter().map(|&t| (u64::from(t) << 32) | id as u64));
+                }
+                let mut want = pairs.clone();
+                want.sort_unstable();
+                let mut scratch = Vec::new();
+                sort_by_trigram(&mut pairs, &mut scratch);
+                prop_assert_eq!(pairs, want);
+            }
+
+            #[test]
+            fn groups_merged_in_halves_read_as_their_union(
+                a in ids(),
+                b in ids(),
+                split in 1usize..4,
+                middle in 0u32..70,
+            ) {
+                // Two readers: each one's ids cut into increasing segments.
+                let lists = |ids: &[u32], n: usize| -> Vec<Segment> {
+                    let per = ids.len() / n + 1;
+                    ids.chunks(per)
+                        .map(|part| {
+                            Segment::from_pairs(pairs_of(&[
+                                (5, part.to_vec()),
+                                (60, part.iter().copied().filter(|id| id % 3 == 0).collect()),
+                            ]))
+                        })
+                        .collect()
+                };
+                let (first, second) = (lists(&a, split), lists(&b, split + 1));
+                let groups = vec![first.iter().collect::<Vec<_>>(), second.iter().collect()];
+                let mut merged = Segment::merge_groups(&groups, 0..middle);
+                merged.append(Segment::merge_groups(&groups, middle..Trigram::MAX));
+                prop_assert_eq!(read(&merged, 5), union(&a, &b));
+                let threes = |ids: &[u32]| ids.iter().copied().filter(|id| id % 3 == 0).collect::<Vec<_>>();
+                prop_assert_eq!(read(&merged, 60), union(&threes(&a), &threes(&b)));
+                prop_assert_eq!(merged.count(7), 0);
+                let whole = Segment::merge_groups(&groups, 0..Trigram::MAX);
+                prop_assert_eq!(merged.postings(), whole.postings());
+                prop_assert_eq!(merged.heap_bytes(), whole.heap_bytes());
+            }
+
+            #[test]
+            fn unsorted_collection_finds_the_same_trigrams(text in prop::collection::vec(any::<u8>(), 0..200)) {
+                let mut collector = TrigramCollector::new();
+                let mut unsorted = collector.collect_unsorted(&text);
+                unsorted.sort_unstable();
+                prop_assert_eq!(unsorted, collector.collect(&text));
             }
 
             #[test]

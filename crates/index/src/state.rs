@@ -2,7 +2,9 @@
 //! ignore rules, and the trigram segments; how it is built and how one
 //! changed path is brought up to date.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasher;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
-use crate::postings::{Segment, Trigram, TrigramCollector};
+use crate::postings::{Segment, Trigram, TrigramCollector, sort_by_trigram};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
 use agent_tools_walk::rules::{
@@ -39,6 +41,9 @@ const LOOSE_FILES: usize = 64;
 const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
+/// (trigram, file) pairs a build reader gathers before sorting them into a
+/// segment: 8 MiB of pairs, a few thousand files of source.
+const BATCH_PAIRS: usize = 1 << 20;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
 /// is used: about 0.45 bytes on generated source trees, where dense lists
@@ -167,7 +172,9 @@ pub struct Tree {
     pub pruned: Vec<String>,
 }
 
-/// The candidates of a query that includes ignored files.
+/// The candidates of a query (see
+/// [`WorkspaceIndex::candidate_files`](crate::WorkspaceIndex::candidate_files)
+/// and [`candidates_with_ignored`](crate::WorkspaceIndex::candidates_with_ignored)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Candidates {
     /// The files that may hold a match, ignored ones included (every one
@@ -176,6 +183,11 @@ pub struct Candidates {
     /// The directories the index does not enter, as in [`Tree::pruned`]:
     /// every file in them is a candidate; the caller walks them.
     pub pruned: Vec<String>,
+    /// How many of `paths` are there only because they are past the
+    /// memory budget: their text is not in the index, so every search
+    /// reads them whole. An answer should say so: past the budget, a
+    /// search costs more the more files are left out.
+    pub over_budget: u64,
 }
 
 /// Figures about an index.
@@ -238,6 +250,73 @@ pub enum WatchFailure {
     Other(String),
 }
 
+/// File ids by path: a hash table of bare ids (4 bytes a slot) whose keys
+/// are the paths in the file records, instead of a map holding a second
+/// pointer to each path (24 bytes a slot): at a million files that is
+/// about 40 MB less. Every id in it must name a record whose path is its
+/// key; the table is cleared before the records are renumbered.
+#[derive(Default)]
+struct PathIds {
+    table: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
+}
+
+impl PathIds {
+    fn hash(&self, path: &str) -> u64 {
+        self.hasher.hash_one(path)
+    }
+
+    fn get(&self, files: &[FileRecord], rel: &str) -> Option<u32> {
+        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
+        self.table
+            .find(self.hash(rel), |id| path_of(id) == Some(rel))
+            .copied()
+    }
+
+    /// Maps the path of `files[id]` to `id`; returns the id it mapped to
+    /// before.
+    fn insert(&mut self, files: &[FileRecord], id: u32) -> Option<u32> {
+        let path = &*files.get(id as usize)?.path;
+        let hash = self.hash(path);
+        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
+        let hasher = &self.hasher;
+        match self.table.entry(
+            hash,
+            |known| path_of(known) == Some(path),
+            |known| path_of(known).map_or(0, |p| hasher.hash_one(p)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut entry) => {
+                Some(std::mem::replace(entry.get_mut(), id))
+            }
+            hashbrown::hash_table::Entry::Vacant(entry) => {
+                entry.insert(id);
+                None
+            }
+        }
+    }
+
+    fn remove(&mut self, files: &[FileRecord], rel: &str) -> Option<u32> {
+        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
+        self.table
+            .find_entry(self.hash(rel), |id| path_of(id) == Some(rel))
+            .ok()
+            .map(|entry| entry.remove().0)
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.table.iter().copied()
+    }
+
+    fn clear(&mut self) {
+        self.table.clear();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        // A slot and a control byte each.
+        self.table.capacity() * 5
+    }
+}
+
 /// Paths the file tools' walk would report in a note, which the index
 /// cannot repeat: a query touching the tree while there are any is served
 /// by a scan, which says them.
@@ -257,7 +336,7 @@ pub(crate) struct State {
     global_bytes: Option<Vec<u8>>,
     global: Option<Gitignore>,
     files: Vec<FileRecord>,
-    by_path: HashMap<Arc<str>, u32>,
+    by_path: PathIds,
     /// File ids by base name and extension, for globs.
     names: NameIndex,
     dirs: BTreeMap<String, DirRecord>,
@@ -345,7 +424,7 @@ impl State {
             limits,
             hidden_dir,
             files: Vec::new(),
-            by_path: HashMap::new(),
+            by_path: PathIds::default(),
             names: NameIndex::default(),
             dirs: BTreeMap::new(),
             pruned: BTreeSet::new(),
@@ -393,10 +472,14 @@ impl State {
 
     /// Reads and extracts the trigrams of files, on up to two threads,
     /// chunk by chunk, and packs them into one segment whose ids are the
-    /// files' positions in `paths`. Each reader turns a chunk into a small
-    /// segment at once and merges its segments in tiers (eight of a size
-    /// into one), so what is held is always compressed and each posting is
-    /// re-encoded a few times at most. The list bytes of the segments held
+    /// files' positions in `paths`. Each reader gathers the (trigram, file)
+    /// pairs of the chunks it takes into a batch of about a million, sorts
+    /// the batch by trigram with two counting passes (its chunks come in
+    /// increasing id order, so ids stay sorted) into a segment, and merges
+    /// its segments in tiers (eight of a size into one), so what is held
+    /// is compressed and each posting is re-encoded a few times at most.
+    /// The readers' segments are merged once at the end, each half of the
+    /// key space on its own thread. The list bytes of the segments held
     /// count against the memory budget: once they exceed it, a reader
     /// merges all it holds (which brings them to about their final size),
     /// and past one and a half times it, further files are left out as
@@ -406,7 +489,7 @@ impl State {
         let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
         let results: Mutex<Vec<Option<Vec<Read1>>>> =
             Mutex::new((0..chunks.len()).map(|_| None).collect());
-        let finished: Mutex<Vec<Segment>> = Mutex::new(Vec::new());
+        let finished: Mutex<Vec<Vec<Segment>>> = Mutex::new(Vec::new());
         let next = AtomicUsize::new(0);
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
@@ -424,6 +507,11 @@ impl State {
                     yield_to_the_tools();
                     let mut collector = TrigramCollector::new();
                     let mut tiers = Tiers::default();
+                    // The pairs of the chunks read since the last segment
+                    // was made: a reader's chunks come in increasing id
+                    // order, so a batch sorts by trigram alone.
+                    let mut pairs: Vec<u64> = Vec::new();
+                    let mut scratch: Vec<u64> = Vec::new();
                     // What was held after this reader last merged all it
                     // holds: it does so again only once that grew by an
                     // eighth of the budget, so a full index is not merged
@@ -437,11 +525,10 @@ impl State {
                             // Small segments' lists take more than merged
                             // ones (a first id and a tag per list): merge
                             // before leaving files out.
-                            tiers.collapse(&held);
+                            tiers.settle(&held);
                             collapsed_at = held.load(Ordering::Relaxed);
                         }
                         let first_id = at * BUILD_CHUNK;
-                        let mut pairs = Vec::new();
                         let reads: Vec<Read1> = chunk
                             .iter()
                             .enumerate()
@@ -456,7 +543,7 @@ impl State {
                                         taken: 0,
                                     };
                                 }
-                                let mut read = self.read_file(path, &mut collector);
+                                let mut read = self.read_file(path, &mut collector, false);
                                 if let Ok(trigrams) = &mut read.outcome {
                                     if !trigrams.is_empty()
                                         && held.load(Ordering::Relaxed) > leave_out_past
@@ -475,14 +562,22 @@ impl State {
                                 read
                             })
                             .collect();
-                        tiers.push(Segment::from_pairs(pairs), &held);
+                        if pairs.len() >= BATCH_PAIRS {
+                            sort_by_trigram(&mut pairs, &mut scratch);
+                            tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                            pairs.clear();
+                        }
                         results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
                     }
-                    tiers.collapse(&held);
+                    if !pairs.is_empty() {
+                        sort_by_trigram(&mut pairs, &mut scratch);
+                        tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                    }
+                    drop((pairs, scratch));
                     finished
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .extend(tiers.segments.pop().map(|(_, s)| s));
+                        .push(tiers.segments.into_iter().map(|(_, s)| s).collect());
                 });
             }
         });
@@ -495,10 +590,7 @@ impl State {
         let finished = finished
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
-        let parts: Vec<&Segment> = finished.iter().collect();
-        // The readers' ids interleave: the merge unites each key's lists.
-        let base = Segment::merge(&parts, Some);
-        (reads, base)
+        (reads, merge_in_halves(&finished))
     }
 
     /// Leaves the largest indexed files out (always candidates) until the
@@ -549,8 +641,10 @@ impl State {
     }
 
     /// Reads one file for the index: stat first (so a racing write is seen
-    /// again by its own event), then its text up to the first NUL.
-    fn read_file(&self, rel: &str, collector: &mut TrigramCollector) -> Read1 {
+    /// again by its own event), then its text up to the first NUL. Its
+    /// trigrams come sorted when `sorted` (a loose list is searched), else
+    /// in the order met (the build sorts them with the batch's pairs).
+    fn read_file(&self, rel: &str, collector: &mut TrigramCollector, sorted: bool) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
             binary_from_start: false,
@@ -641,7 +735,11 @@ impl State {
             stamp,
             binary_from_start: first_nul == Some(0),
             text_bytes: text.len() as u64,
-            outcome: Ok(collector.collect(text)),
+            outcome: Ok(if sorted {
+                collector.collect(text)
+            } else {
+                collector.collect_unsorted(text)
+            }),
             nul_at: first_nul,
             taken: 0,
         }
@@ -683,7 +781,7 @@ impl State {
         } else {
             self.linked.remove(&path);
         }
-        if let Some(old) = self.by_path.insert(path, id) {
+        if let Some(old) = self.by_path.insert(&self.files, id) {
             self.kill(old);
         }
         id
@@ -701,7 +799,7 @@ impl State {
             }
         };
         let stamp = Stamp::of(&meta);
-        if let Some(&id) = self.by_path.get(rel) {
+        if let Some(id) = self.by_path.get(&self.files, rel) {
             let record = &self.files[id as usize];
             if record.content == Content::Ignored && record.stamp == stamp {
                 return;
@@ -719,7 +817,7 @@ impl State {
             postings: 0,
             nul_at: u32::MAX,
         });
-        if let Some(old) = self.by_path.insert(path, id) {
+        if let Some(old) = self.by_path.insert(&self.files, id) {
             self.kill(old);
         }
     }
@@ -990,7 +1088,7 @@ impl State {
         self.linked
             .iter()
             .filter(|rel| {
-                let Some(&id) = self.by_path.get(&***rel) else {
+                let Some(id) = self.by_path.get(&self.files, rel) else {
                     return false;
                 };
                 let known = self.files[id as usize].stamp;
@@ -1073,7 +1171,7 @@ impl State {
         }
         for rel in &listing.files {
             // A file that was ignored until now is read even if unchanged.
-            let unchanged = self.by_path.get(rel.as_str()).is_some_and(|&id| {
+            let unchanged = self.by_path.get(&self.files, rel).is_some_and(|id| {
                 let record = &self.files[id as usize];
                 record.content != Content::Ignored
                     && beneath::metadata(&self.root_dir, rel)
@@ -1133,7 +1231,8 @@ impl State {
 
     fn files_within(&self, dir: &str) -> Vec<String> {
         self.by_path
-            .keys()
+            .ids()
+            .map(|id| &self.files[id as usize].path)
             .filter(|p| is_within(p, dir))
             .map(|p| p.to_string())
             .collect()
@@ -1141,7 +1240,7 @@ impl State {
 
     fn remove_file(&mut self, rel: &str) {
         self.linked.remove(rel);
-        if let Some(id) = self.by_path.remove(rel) {
+        if let Some(id) = self.by_path.remove(&self.files, rel) {
             self.kill(id);
         }
     }
@@ -1149,7 +1248,7 @@ impl State {
     /// (Re-)reads one file into the loose lists.
     fn index_one(&mut self, rel: &str) {
         let mut collector = TrigramCollector::new();
-        let mut read = self.read_file(rel, &mut collector);
+        let mut read = self.read_file(rel, &mut collector, true);
         if read.stamp.is_none() {
             // Gone between the event and the read: its removal event follows.
             self.remove_file(rel);
@@ -1212,9 +1311,10 @@ impl State {
             .filter(|r| r.content != Content::Dead)
             .collect();
         self.names.clear();
+        self.by_path.clear();
         for (id, record) in self.files.iter().enumerate() {
             let id = u32::try_from(id).unwrap_or(u32::MAX);
-            self.by_path.insert(Arc::clone(&record.path), id);
+            self.by_path.insert(&self.files, id);
             self.names.add(id, name_of(&record.path));
         }
         self.names.compact();
@@ -1301,14 +1401,32 @@ impl State {
     /// The files within `under` that may hold a match of `query`, in path
     /// order: those the trigram lists allow, plus every file the index
     /// cannot vouch for.
+    #[cfg(test)]
     pub(crate) fn candidates(&self, query: &Query, under: &str) -> Vec<String> {
+        self.candidate_files(query, under).paths
+    }
+
+    /// [`candidates`](Self::candidates) with the count of those past the
+    /// budget.
+    pub(crate) fn candidate_files(&self, query: &Query, under: &str) -> Candidates {
         let answer = evaluate(query, self);
+        let over_budget = Cell::new(0);
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead | Content::BinaryFromStart | Content::Ignored => false,
-            Content::Always(_) => true,
+            Content::Always(why) => {
+                if why == AlwaysReason::OverBudget {
+                    over_budget.set(over_budget.get() + 1);
+                }
+                true
+            }
             Content::Indexed => record.stamp.is_linked() || answer.allows(id),
         };
-        self.paths_where(under, pick)
+        let paths = self.paths_where(under, pick);
+        Candidates {
+            paths,
+            pruned: Vec::new(),
+            over_budget: over_budget.get(),
+        }
     }
 
     /// The paths under `under` of the files `pick` (given a file's id and
@@ -1386,18 +1504,27 @@ impl State {
     ) -> Candidates {
         let answer = evaluate(query, self);
         let past_nul = u32::try_from(reads_past_nul_from).unwrap_or(u32::MAX);
+        let over_budget = Cell::new(0);
         let pick = |id: usize, record: &FileRecord| match record.content {
             Content::Dead => false,
-            Content::Always(_) | Content::Ignored => true,
+            Content::Always(why) => {
+                if why == AlwaysReason::OverBudget {
+                    over_budget.set(over_budget.get() + 1);
+                }
+                true
+            }
+            Content::Ignored => true,
             Content::Indexed | Content::BinaryFromStart => {
                 (record.nul_at != u32::MAX && record.nul_at >= past_nul)
                     || record.stamp.is_linked()
                     || (record.content == Content::Indexed && answer.allows(id))
             }
         };
+        let paths = self.paths_where(under, pick);
         Candidates {
-            paths: self.paths_where(under, pick),
+            paths,
             pruned: self.pruned_within(under),
+            over_budget: over_budget.get(),
         }
     }
 
@@ -1432,7 +1559,7 @@ impl State {
         let paths: u64 = self.files.iter().map(|r| r.path.len() as u64 + 16).sum();
         stats.table_bytes = self.files.len() as u64 * std::mem::size_of::<FileRecord>() as u64
             + paths
-            + self.by_path.capacity() as u64 * 24
+            + self.by_path.heap_bytes() as u64
             + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>()
             + self.pruned.iter().map(|d| d.len() as u64 + 48).sum::<u64>()
             + self.names.heap_bytes() as u64;
@@ -1444,7 +1571,7 @@ impl State {
     /// Why a file is always a candidate (for tests and status).
     #[cfg(test)]
     pub(crate) fn always_reason(&self, rel: &str) -> Option<AlwaysReason> {
-        let id = *self.by_path.get(rel)?;
+        let id = self.by_path.get(&self.files, rel)?;
         match self.files[id as usize].content {
             Content::Always(why) => Some(why),
             _ => None,
@@ -1536,11 +1663,40 @@ fn charge_budget(read: &mut Read1, spent: &AtomicU64, budget: u64, per_posting: 
     }
 }
 
+/// Merges the build readers' segments (a group each, see
+/// [`Segment::merge_groups`]) into one: the lower and the upper half of
+/// the key space on a thread each, then the two laid end to end.
+fn merge_in_halves(groups: &[Vec<Segment>]) -> Segment {
+    let refs: Vec<Vec<&Segment>> = groups.iter().map(|g| g.iter().collect()).collect();
+    let largest = groups.iter().flatten().max_by_key(|s| s.list_bytes());
+    let Some(middle) = largest.and_then(Segment::middle_key) else {
+        return Segment::merge_groups(&refs, 0..Trigram::MAX);
+    };
+    let (low, high) = std::thread::scope(|scope| {
+        let high = scope.spawn(|| {
+            yield_to_the_tools();
+            Segment::merge_groups(&refs, middle..Trigram::MAX)
+        });
+        let low = Segment::merge_groups(&refs, 0..middle);
+        // A panic in the other half is passed on as it is.
+        (
+            low,
+            high.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        )
+    });
+    let mut merged = low;
+    merged.append(high);
+    merged
+}
+
 /// Segments merged in tiers: a new segment is tier 0, and whenever the last
 /// [`TIER_FAN`] segments are of one tier they become one of the next.
 #[derive(Default)]
 struct Tiers {
     segments: Vec<(u32, Segment)>,
+    /// The segments at the front that [`settle`](Self::settle) made or
+    /// left: it does not merge them again.
+    settled: usize,
 }
 
 /// Segments of a tier merged into one of the next.
@@ -1569,16 +1725,29 @@ impl Tiers {
     }
 
     /// Merges everything held into one segment.
-    fn collapse(&mut self, held: &AtomicU64) {
-        let n = self.segments.len();
+    /// Merges the segments added since the last call into one, leaving
+    /// the one it made then as it is: what is held comes near its merged
+    /// size without the same lists being re-encoded at every call (a
+    /// reader past the budget calls it every eighth of the budget; merging
+    /// everything each time made a build past the budget grow faster than
+    /// the tree).
+    fn settle(&mut self, held: &AtomicU64) {
+        let from = self.settled.min(self.segments.len());
+        let n = self.segments.len() - from;
         if n > 1 {
-            let tier = self.segments.iter().map(|(t, _)| *t).max().unwrap_or(0);
+            let tier = self.segments[from..]
+                .iter()
+                .map(|(t, _)| *t)
+                .max()
+                .unwrap_or(0);
             self.merge_last(n, tier + 1, held);
         }
+        self.settled = self.segments.len();
     }
 
     fn merge_last(&mut self, count: usize, tier: u32, held: &AtomicU64) {
         let at = self.segments.len() - count;
+        self.settled = self.settled.min(at);
         let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
         let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
         let refs: Vec<&Segment> = parts.iter().collect();
@@ -1898,7 +2067,7 @@ mod tests {
             .map(|(_, s)| s.list_bytes() as u64)
             .sum();
         assert_eq!(held.load(Ordering::Relaxed), listed);
-        tiers.collapse(&held);
+        tiers.settle(&held);
         assert_eq!(tiers.segments.len(), 1);
         let (_, one) = &tiers.segments[0];
         assert_eq!(held.load(Ordering::Relaxed), one.list_bytes() as u64);
@@ -1908,6 +2077,29 @@ mod tests {
         out.clear();
         one.decode_into(2, &mut out);
         assert_eq!(out, (0..700).filter(|id| id % 7 == 0).collect::<Vec<u32>>());
+        // A second settling merges only what came since: the first
+        // segment is kept as it is.
+        let first_bytes = one.list_bytes();
+        for chunk in 70..75u64 {
+            let pairs: Vec<u64> = (chunk * 10..chunk * 10 + 10)
+                .map(|id| (1u64 << 32) | id)
+                .collect();
+            tiers.push(Segment::from_pairs(pairs), &held);
+        }
+        tiers.settle(&held);
+        assert_eq!(tiers.segments.len(), 2);
+        assert_eq!(tiers.segments[0].1.list_bytes(), first_bytes);
+        let listed: u64 = tiers
+            .segments
+            .iter()
+            .map(|(_, s)| s.list_bytes() as u64)
+            .sum();
+        assert_eq!(held.load(Ordering::Relaxed), listed);
+        let mut out = Vec::new();
+        for (_, segment) in &tiers.segments {
+            segment.decode_into(1, &mut out);
+        }
+        assert_eq!(out, (0..750).collect::<Vec<u32>>());
     }
 
     #[test]

@@ -381,7 +381,15 @@ impl WorkspaceIndex {
     /// every file the index does not vouch for (too large, past the
     /// budget, unreadable, starting with a byte-order mark).
     pub fn candidates(&self, query: &Query, under: &str) -> Result<Vec<String>, NotServed> {
-        self.serve(under, |state| state.candidates(query, under))
+        self.candidate_files(query, under).map(|found| found.paths)
+    }
+
+    /// [`candidates`](Self::candidates) with how many of them are there
+    /// only because they are past the memory budget
+    /// ([`Candidates::over_budget`]), for the answer's note. Its
+    /// [`pruned`](Candidates::pruned) is empty.
+    pub fn candidate_files(&self, query: &Query, under: &str) -> Result<Candidates, NotServed> {
+        self.serve(under, |state| state.candidate_files(query, under))
     }
 
     /// Everything under `under` as the tree is when the call starts,

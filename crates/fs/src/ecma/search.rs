@@ -12,7 +12,7 @@ use agent_tools_text::truncate_line;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 
 use super::{EcmaBudget, EcmaMatcher, EcmaStop, LinesOverBudget, SearchRun, trigram_query};
-use crate::indexed::{below, pruned_below, scan_note};
+use crate::indexed::{below, budget_note, pruned_below, scan_note};
 use crate::walk::{FileEntry, Flow, Sink as WalkSink, Skipped, Walk, visit_listed};
 use crate::{FileTools, cancelled};
 
@@ -76,7 +76,8 @@ pub struct SearchFound {
     /// budget): the files listed are a part of those that match.
     pub stopped: bool,
     /// A note saying the tree was walked because the workspace index
-    /// failed (see the index's fallbacks), or empty.
+    /// failed (see the index's fallbacks), or how many files it left out
+    /// for its memory budget, or empty.
     pub scan_note: String,
 }
 
@@ -324,6 +325,7 @@ impl FileTools {
                 BINARY_PROBE_BYTES,
             ) {
                 Ok(Some((under, candidates))) => {
+                    found.scan_note = budget_note(candidates.over_budget);
                     let to_walk = pruned_below(&candidates.pruned, &under);
                     if let Some(walked) = walk.run_within(&to_walk, make_searcher, visit_entry)? {
                         let root = ws.open_dir(&ws.root_path())?;

@@ -470,6 +470,62 @@ fn the_watch_limit_is_reported_in_the_output() {
     assert!(out.contains("a/f.txt"), "{out}");
 }
 
+#[test]
+fn files_past_the_memory_budget_are_counted_in_the_note() {
+    let dir = tempfile::tempdir().unwrap();
+    // File i holds more distinct trigrams the larger i is: the largest go
+    // out of a small budget first.
+    for i in 0..40 {
+        let words: String = (0..i).map(|k| format!("w{k}q{i} ")).collect();
+        std::fs::write(
+            dir.path().join(format!("f{i:02}.txt")),
+            format!("needle_{i} and shared words {words}\n"),
+        )
+        .unwrap();
+    }
+    // The smallest file, read first (its path sorts first): it stays in.
+    std::fs::create_dir(dir.path().join("a_sub")).unwrap();
+    std::fs::write(dir.path().join("a_sub/a.txt"), "needle_sub\n").unwrap();
+    let ws = Workspace::open(dir.path(), Confinement::Confined).unwrap();
+    let indexed = FileTools::new(ws, Limits::default()).with_index(IndexSettings {
+        memory_budget_bytes: 4000,
+        ..IndexSettings::default()
+    });
+    ready(&indexed);
+    let stats = indexed.index().unwrap().stats().unwrap();
+    let left_out = stats.always_candidates;
+    assert!(left_out > 1 && stats.indexed_files > 0, "{stats:?}");
+    let plain = tools(dir.path(), false);
+    let note = format!(
+        "[note: {left_out} files are past the workspace index's memory budget: they are not indexed, so every search reads them whole, as a walk would]\n"
+    );
+    let mut args = GrepArgs::new("needle_(3|39)\\b");
+    args.output_mode = OutputMode::FilesWithMatches;
+    let want = plain.grep(&args).unwrap();
+    assert_eq!(indexed.grep(&args).unwrap(), format!("{want}{note}"));
+    // The same through the ECMAScript engine.
+    let matcher = EcmaMatcher::new(EcmaRegex::new(r"needle_39\b", false).unwrap());
+    let search = EcmaSearch {
+        matcher: &matcher,
+        context: 0,
+        max_matches: 100,
+        budget: Default::default(),
+    };
+    let base = indexed.workspace().resolve_dir(Some("."), "dir").unwrap();
+    let found = indexed
+        .ecma_search(&base, &search, &|_| true, &AtomicBool::new(false))
+        .unwrap();
+    let files: Vec<&str> = found.files.iter().map(|f| f.rel.as_str()).collect();
+    assert_eq!(files, ["f39.txt"]);
+    assert_eq!(found.scan_note, note);
+    // Below a directory holding none of them, nothing is said.
+    let mut args = GrepArgs::new("needle_sub");
+    args.path = Some("a_sub".into());
+    let want = plain.grep(&args).unwrap();
+    assert_eq!(want, "a_sub/a.txt\n");
+    assert_eq!(indexed.grep(&args).unwrap(), want);
+}
+
 /// Waits for the index of `tools` to be ready.
 fn ready(tools: &FileTools) {
     let index = tools.index().unwrap();

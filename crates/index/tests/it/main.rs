@@ -497,6 +497,11 @@ fn the_memory_budget_turns_files_into_candidates_not_losses() {
     let first_out = 50 - out.len();
     let want: Vec<String> = (first_out..50).map(|i| format!("f{i:02}.txt")).collect();
     assert_eq!(out, want, "{stats:?}");
+    // The answer counts the files it holds only for the budget.
+    let counted = index.candidate_files(&regex_query(&hir), "").unwrap();
+    assert_eq!(counted.paths, want);
+    assert_eq!(counted.over_budget, want.len() as u64);
+    assert_eq!(counted.over_budget, stats.always_candidates);
 }
 
 #[test]
