@@ -3,7 +3,7 @@
 //! ([`Config::structured_output`](crate::Config::structured_output)).
 //!
 //! The text stays exactly what it is without structured output; the copy
-//! is derived from it in one place ([`structured_copy`], called by the
+//! is derived from it in one place (`structured_copy`, called by the
 //! pipeline after the text was bounded), so that every transport and
 //! every call path carries the same copy. What the copy holds depends on
 //! the tool ([`OutputKind`]): the text itself for tools that answer text
