@@ -823,14 +823,7 @@ fn refresh_others(
             Ok((text, stamp)) => {
                 doc.stamp = Some(stamp);
                 if text != doc.text {
-                    doc.version += 1;
-                    doc.text = text;
-                    doc.sent_mark = mark;
-                    conn.notify(
-                        "textDocument/didChange",
-                        json!({"textDocument": {"uri": uri, "version": doc.version},
-                            "contentChanges": [{"text": doc.text}]}),
-                    )?;
+                    send_change(conn, doc, &uri, text, mark)?;
                     sent = true;
                 }
             }
@@ -852,6 +845,26 @@ fn refresh_others(
 
 /// Tracks `text` as the latest of `path` without sending it (the server is
 /// not up): it is opened when the server is.
+/// Sends `text` as the document's next version (whole, as every server
+/// takes it), and remembers it with the mark of the diagnostics that were
+/// current when it went out.
+fn send_change(
+    conn: &Connection,
+    doc: &mut Doc,
+    uri: &str,
+    text: String,
+    mark: u64,
+) -> Result<(), LspError> {
+    doc.version += 1;
+    doc.text = text;
+    doc.sent_mark = mark;
+    conn.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": doc.version},
+            "contentChanges": [{"text": doc.text}]}),
+    )
+}
+
 fn remember(slot: &mut Slot, path: &Path, text: String, stamp: Stamp) {
     slot.clock += 1;
     let used = slot.clock;
@@ -948,14 +961,7 @@ fn sync(
                 "version": doc.version, "text": doc.text}}),
         )?;
     } else if doc.text != text {
-        doc.version += 1;
-        doc.text = text;
-        doc.sent_mark = mark;
-        conn.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": doc.version},
-                "contentChanges": [{"text": doc.text}]}),
-        )?;
+        send_change(conn, doc, &uri, text, mark)?;
     } else if !written {
         return Ok((doc.version, doc.sent_mark));
     }

@@ -464,6 +464,38 @@ struct Inner {
     next_background_id: u64,
 }
 
+/// Makes room in the table for one more record of `origin`'s kind: the
+/// oldest exited records of that kind go first, down to
+/// [`JobLimits::max_exited`], then more of them while the logs kept by
+/// the whole table leave no room for one more full log. Running jobs are
+/// never dropped.
+fn make_room(inner: &mut Inner, origin: JobOrigin, limits: &JobLimits) {
+    let mut kept: usize = inner
+        .jobs
+        .values()
+        .chain(inner.background.values())
+        .map(|job| job.retained_bytes())
+        .sum();
+    let records = match origin {
+        JobOrigin::Started => &mut inner.jobs,
+        JobOrigin::Background => &mut inner.background,
+    };
+    let exited: Vec<u64> = records
+        .iter()
+        .filter(|(_, job)| !job.status().is_running())
+        .map(|(id, _)| *id)
+        .collect();
+    let excess = (exited.len() + 1).saturating_sub(limits.max_exited.max(1));
+    for (n, id) in exited.into_iter().enumerate() {
+        if n >= excess && kept.saturating_add(limits.max_log_bytes) <= limits.max_table_log_bytes {
+            break;
+        }
+        if let Some(job) = records.remove(&id) {
+            kept = kept.saturating_sub(job.retained_bytes());
+        }
+    }
+}
+
 impl Default for JobTable {
     fn default() -> Self {
         JobTable::new(JobLimits::default())
@@ -515,32 +547,7 @@ impl JobTable {
             }
         }
         // Room for the new record: the oldest exited ones go first.
-        let exited: Vec<u64> = inner
-            .jobs
-            .iter()
-            .filter(|(_, job)| !job.status().is_running())
-            .map(|(id, _)| *id)
-            .collect();
-        let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
-        let mut exited = exited.into_iter();
-        for id in exited.by_ref().take(excess) {
-            inner.jobs.remove(&id);
-        }
-        // And room for its log among everything kept.
-        let mut kept: usize = inner
-            .jobs
-            .values()
-            .chain(inner.background.values())
-            .map(|job| job.retained_bytes())
-            .sum();
-        for id in exited {
-            if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
-                break;
-            }
-            if let Some(job) = inner.jobs.remove(&id) {
-                kept = kept.saturating_sub(job.retained_bytes());
-            }
-        }
+        make_room(&mut inner, JobOrigin::Started, &self.limits);
         inner.next_id += 1;
         let id = inner.next_id;
         match Job::spawn(id, spec, &self.limits) {
@@ -581,31 +588,7 @@ impl JobTable {
 
     fn adopt(&self, command: &str, held: Held) {
         let mut inner = self.lock();
-        let exited: Vec<u64> = inner
-            .background
-            .iter()
-            .filter(|(_, job)| !job.status().is_running())
-            .map(|(id, _)| *id)
-            .collect();
-        let excess = (exited.len() + 1).saturating_sub(self.limits.max_exited.max(1));
-        let mut exited = exited.into_iter();
-        for id in exited.by_ref().take(excess) {
-            inner.background.remove(&id);
-        }
-        let mut kept: usize = inner
-            .jobs
-            .values()
-            .chain(inner.background.values())
-            .map(|job| job.retained_bytes())
-            .sum();
-        for id in exited {
-            if kept.saturating_add(self.limits.max_log_bytes) <= self.limits.max_table_log_bytes {
-                break;
-            }
-            if let Some(job) = inner.background.remove(&id) {
-                kept = kept.saturating_sub(job.retained_bytes());
-            }
-        }
+        make_room(&mut inner, JobOrigin::Background, &self.limits);
         inner.next_background_id += 1;
         let id = inner.next_background_id;
         // Only a thread that cannot be started fails this, and the
