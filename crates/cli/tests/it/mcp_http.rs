@@ -464,16 +464,26 @@ fn http_sigterm_ends_the_server_and_its_commands() {
     assert_gone_within(&format!("sleep {marker}"), Duration::from_secs(5));
 }
 
+/// The program `var` names, which `.ci/run` installs; without it the
+/// test says it is skipped, and why, where a reader of the log sees it.
+fn installed(var: &str, test: &str, what: &str) -> Option<String> {
+    let found = std::env::var(var).ok();
+    if found.is_none() {
+        eprintln!("SKIPPED {test}: {var} is unset ({what})");
+    }
+    found
+}
+
 /// The variable naming a Python with the MCP SDK (`.ci/run` sets it).
 const SDK_PYTHON: &str = "AGENT_TOOLS_MCP_PYTHON";
 
 #[test]
 fn http_python_sdk_lists_and_calls_every_surface_in_both_eras() {
-    let Ok(python) = std::env::var(SDK_PYTHON) else {
-        eprintln!(
-            "SKIPPED http_python_sdk_lists_and_calls_every_surface_in_both_eras: \
-             {SDK_PYTHON} is unset (no Python with the MCP SDK named)"
-        );
+    let Some(python) = installed(
+        SDK_PYTHON,
+        "http_python_sdk_lists_and_calls_every_surface_in_both_eras",
+        "no Python with the MCP SDK named",
+    ) else {
         return;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/sdk_client.py");
@@ -527,11 +537,11 @@ fn http_answers_the_structured_copy_stdio_answers() {
 /// the answer of every tool of the default and filesystem surfaces.
 #[test]
 fn http_python_sdk_takes_every_structured_answer() {
-    let Ok(python) = std::env::var(SDK_PYTHON) else {
-        eprintln!(
-            "SKIPPED http_python_sdk_takes_every_structured_answer: \
-             {SDK_PYTHON} is unset (no Python with the MCP SDK named)"
-        );
+    let Some(python) = installed(
+        SDK_PYTHON,
+        "http_python_sdk_takes_every_structured_answer",
+        "no Python with the MCP SDK named",
+    ) else {
         return;
     };
     use crate::structured;
@@ -894,12 +904,11 @@ const INSPECTOR: &str = "AGENT_TOOLS_MCP_INSPECTOR";
 
 #[test]
 fn http_the_mcp_inspector_cli_calls_a_tool_with_the_token() {
-    let Some(inspector) = std::env::var_os(INSPECTOR) else {
-        eprintln!(
-            "SKIPPED http_the_mcp_inspector_cli_calls_a_tool_with_the_token: {INSPECTOR} is \
-             unset (the path of @modelcontextprotocol/inspector's mcp-inspector; .ci/run \
-             installs it and sets it)"
-        );
+    let Some(inspector) = installed(
+        INSPECTOR,
+        "http_the_mcp_inspector_cli_calls_a_tool_with_the_token",
+        "the path of @modelcontextprotocol/inspector's mcp-inspector; .ci/run installs it and sets it",
+    ) else {
         return;
     };
     let inspector = std::path::PathBuf::from(inspector);
