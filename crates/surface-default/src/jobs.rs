@@ -111,7 +111,8 @@ pub(crate) fn job_tools() -> Vec<ToolDef<Services>> {
             .bound_to_connection(),
         ToolDef::typed("job_read", JOB_READ, false, read)
             .bounding_itself()
-            .bound_to_connection(),
+            .bound_to_connection()
+            .brief_when(read_is_brief),
         ToolDef::typed("job_write", JOB_WRITE, true, write)
             .bounding_itself()
             .bound_to_connection(),
@@ -184,6 +185,27 @@ pub(crate) struct JobReadArgs {
     /// Also return a terminal job's screen as text (default false).
     #[serde(default)]
     screen: bool,
+}
+
+/// Whether `job_read` of `args` is brief (see `ToolDef::brief_when`): a
+/// poll that does not wait and wants no screen only copies at most one
+/// answer's worth of the log, under a lock no call holds while it waits
+/// (a job's reader holds it for one chunk). Anything else may wait, so it
+/// gets a thread of its own.
+fn read_is_brief(_: &Services, args: &Map<String, Value>) -> bool {
+    is_poll(args)
+}
+
+/// Whether `job_read`'s `args` ask neither for a wait nor for a screen.
+fn is_poll(args: &Map<String, Value>) -> bool {
+    let no_wait = match args.get("wait_ms") {
+        None | Some(Value::Null) => true,
+        Some(ms) => ms.as_u64() == Some(0),
+    };
+    let no_screen = args
+        .get("screen")
+        .is_none_or(|screen| matches!(screen, Value::Null | Value::Bool(false)));
+    no_wait && no_screen && args.get("wait_for").is_none_or(Value::is_null)
 }
 
 /// Arguments of `job_write`.
@@ -606,6 +628,20 @@ mod tests {
             "KILL {} s later",
             agent_tools_bash::KILL_GRACE.as_secs()
         )));
+    }
+
+    #[test]
+    fn only_polls_that_neither_wait_nor_draw_are_brief() {
+        let brief = |args: Value| is_poll(args.as_object().unwrap());
+        assert!(brief(json!({"job_id": "job_1"})));
+        assert!(brief(
+            json!({"job_id": "job_1", "wait_ms": 0, "from": -100})
+        ));
+        assert!(brief(json!({"job_id": "job_1", "screen": false})));
+        assert!(!brief(json!({"job_id": "job_1", "wait_ms": 1})));
+        assert!(!brief(json!({"job_id": "job_1", "wait_ms": "0"})));
+        assert!(!brief(json!({"job_id": "job_1", "wait_for": "x"})));
+        assert!(!brief(json!({"job_id": "job_1", "screen": true})));
     }
 
     #[test]

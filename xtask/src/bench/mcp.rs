@@ -63,7 +63,7 @@ impl Client {
     }
 
     /// Sends a request and reads lines until its response.
-    fn request(&mut self, method: &str, params: Value) -> Result<Value> {
+    pub(super) fn request(&mut self, method: &str, params: Value) -> Result<Value> {
         Ok(self.0.try_request(method, params)?)
     }
 

@@ -75,6 +75,10 @@ pub use nix::sys::signal::Signal;
 
 /// Running jobs one table allows at once (default).
 pub const DEFAULT_MAX_RUNNING_JOBS: usize = 32;
+/// Background jobs (what plain commands left running) one table keeps
+/// running at once (default); what a command leaves past it is stopped
+/// when the command ends.
+pub const DEFAULT_MAX_BACKGROUND_JOBS: usize = 32;
 /// Running jobs in a terminal one table allows at once (default).
 pub const DEFAULT_MAX_TERMINAL_JOBS: usize = 16;
 /// Running jobs in a terminal the whole server allows at once: terminals
@@ -134,6 +138,9 @@ static TERMINALS_IN_USE: AtomicUsize = AtomicUsize::new(0);
 pub struct JobLimits {
     /// Running jobs at once.
     pub max_running: usize,
+    /// Running background jobs at once (what plain commands left
+    /// running, see [`JobTable::run`]), counted apart from the others.
+    pub max_background: usize,
     /// Running jobs in a terminal at once.
     pub max_terminals: usize,
     /// Exited jobs kept.
@@ -151,6 +158,7 @@ impl Default for JobLimits {
     fn default() -> Self {
         JobLimits {
             max_running: DEFAULT_MAX_RUNNING_JOBS,
+            max_background: DEFAULT_MAX_BACKGROUND_JOBS,
             max_terminals: DEFAULT_MAX_TERMINAL_JOBS,
             max_exited: DEFAULT_MAX_EXITED_JOBS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
@@ -242,6 +250,15 @@ pub enum JobError {
         /// The limit.
         limit: usize,
     },
+    /// The table keeps its most running background jobs already: what a
+    /// command left running in the background was stopped.
+    #[error(
+        "[{limit} processes that earlier commands left in the background are still running, the most kept at once; what this command left in the background was stopped. Stop one you no longer need first.]"
+    )]
+    TooManyBackground {
+        /// The limit.
+        limit: usize,
+    },
     /// The table (or the server) runs its most terminal jobs already.
     #[error(
         "{limit} jobs with a terminal are running already{scope}, the most allowed at once; kill one first or start this one without a terminal",
@@ -312,6 +329,7 @@ impl From<JobError> for ToolError {
             JobError::Resize { .. } => ErrorCode::IoError,
             JobError::Start(inner) => return inner.clone(),
             JobError::TooManyRunning { .. }
+            | JobError::TooManyBackground { .. }
             | JobError::TooManyTerminals { .. }
             | JobError::Exited(_)
             | JobError::NoStdin(_)
@@ -459,6 +477,9 @@ pub struct JobTable {
 struct Inner {
     jobs: BTreeMap<u64, Arc<Job>>,
     next_id: u64,
+    /// The jobs being started, by id (whether each has a terminal): they
+    /// count as running until they are in `jobs`.
+    starting: BTreeMap<u64, bool>,
     /// What plain commands left in the background, by their own ids.
     background: BTreeMap<u64, Arc<Job>>,
     next_background_id: u64,
@@ -517,6 +538,10 @@ impl JobTable {
     }
 
     /// Starts a job; its id counts up from 1 in this table.
+    ///
+    /// The process is started without the table's lock held (a start takes
+    /// milliseconds): the jobs being started count as running meanwhile,
+    /// so two starts at once cannot pass a limit.
     pub fn start(&self, spec: JobSpec) -> Result<Arc<Job>, JobError> {
         let mut inner = self.lock();
         let running: Vec<&Arc<Job>> = inner
@@ -524,14 +549,15 @@ impl JobTable {
             .values()
             .filter(|job| job.status().is_running())
             .collect();
-        if running.len() >= self.limits.max_running {
+        if running.len() + inner.starting.len() >= self.limits.max_running {
             return Err(JobError::TooManyRunning {
                 limit: self.limits.max_running,
             });
         }
         let terminal = spec.mode.is_terminal();
         if terminal {
-            let in_table = running.iter().filter(|job| job.mode.is_terminal()).count();
+            let in_table = running.iter().filter(|job| job.mode.is_terminal()).count()
+                + inner.starting.values().filter(|t| **t).count();
             if in_table >= self.limits.max_terminals {
                 return Err(JobError::TooManyTerminals {
                     limit: self.limits.max_terminals,
@@ -550,7 +576,12 @@ impl JobTable {
         make_room(&mut inner, JobOrigin::Started, &self.limits);
         inner.next_id += 1;
         let id = inner.next_id;
-        match Job::spawn(id, spec, &self.limits) {
+        inner.starting.insert(id, terminal);
+        drop(inner);
+        let spawned = Job::spawn(id, spec, &self.limits);
+        let mut inner = self.lock();
+        inner.starting.remove(&id);
+        match spawned {
             Ok(job) => {
                 let job = Arc::new(job);
                 inner.jobs.insert(id, Arc::clone(&job));
@@ -574,20 +605,61 @@ impl JobTable {
     /// started, and it dies with the table and with this process, like any
     /// job. Without a launcher in `request`, it is just [`crate::run`].
     ///
-    /// These jobs are not refused for number (the processes exist already
-    /// when the call ends) and do not count towards
-    /// [`JobLimits::max_running`]; their exited records are kept as the
-    /// started jobs' are, at most [`JobLimits::max_exited`].
+    /// These jobs do not count towards [`JobLimits::max_running`]; they
+    /// have a limit of their own, [`JobLimits::max_background`] running at
+    /// once. The processes exist already when the call ends, so past that
+    /// limit they are not refused but stopped: the command's leftovers are
+    /// killed as a job is (the whole tree, `TERM` then `KILL`), no record
+    /// of them is kept, and the outcome's stderr ends with a line saying so
+    /// ([`JobError::TooManyBackground`]); the background jobs already
+    /// running are left alone. Exited records are kept as the started
+    /// jobs' are, at most [`JobLimits::max_exited`], the oldest forgotten
+    /// first.
     pub fn run(&self, request: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError> {
-        let (result, held) = run_supervised(request, cancel, true);
-        if let Some(held) = held {
-            self.adopt(request.command(), held);
+        let (mut result, held) = run_supervised(request, cancel, true);
+        if let Some(held) = held
+            && let Err(refused) = self.adopt(request.command(), held)
+        {
+            let stderr = match &mut result {
+                Ok(outcome) => Some(&mut outcome.stderr),
+                Err(
+                    RunError::TimedOut { partial, .. }
+                    | RunError::OverCeiling { partial, .. }
+                    | RunError::Cancelled { partial },
+                ) => Some(&mut partial.stderr),
+                Err(RunError::Failed(_)) => None,
+            };
+            if let Some(stderr) = stderr {
+                if !stderr.is_empty() && !stderr.ends_with('\n') {
+                    stderr.push('\n');
+                }
+                stderr.push_str(&refused.to_string());
+                stderr.push('\n');
+            }
         }
         result
     }
 
-    fn adopt(&self, command: &str, held: Held) {
+    /// Makes `held` a background job of the table, or stops it when the
+    /// table runs its most background jobs already.
+    fn adopt(&self, command: &str, held: Held) -> Result<(), JobError> {
         let mut inner = self.lock();
+        let running = inner
+            .background
+            .values()
+            .filter(|job| job.status().is_running())
+            .count();
+        if running >= self.limits.max_background {
+            drop(inner);
+            // Under a job of its own (never listed), so that the kill is
+            // a job's: the whole tree, TERM then KILL.
+            if let Ok(job) = Job::adopt(0, command, held, &self.limits) {
+                job.kill(Signal::SIGTERM);
+            }
+            return Err(JobError::TooManyBackground {
+                limit: self.limits.max_background,
+            });
+        }
         make_room(&mut inner, JobOrigin::Background, &self.limits);
         inner.next_background_id += 1;
         let id = inner.next_background_id;
@@ -596,6 +668,7 @@ impl JobTable {
         if let Ok(job) = Job::adopt(id, command, held, &self.limits) {
             inner.background.insert(id, Arc::new(job));
         }
+        Ok(())
     }
 
     /// What plain commands left running in the background, by id, the
@@ -727,7 +800,6 @@ pub struct Job {
     log_file: Option<String>,
     max_write: usize,
     shared: Arc<Shared>,
-    cursor: Mutex<u64>,
 }
 
 #[derive(Debug)]
@@ -740,6 +812,8 @@ struct Shared {
 
 struct State {
     log: log::OutputLog,
+    /// Where the next cursor read starts: the end of the last one.
+    cursor: u64,
     status: Option<ExitStatus>,
     exited_at: Option<Instant>,
     killed: bool,
@@ -747,7 +821,6 @@ struct State {
     closed: bool,
     last_output: Option<Instant>,
     screen: Option<vt100::Parser>,
-    file: Option<LogFile>,
 }
 
 impl std::fmt::Debug for State {
@@ -760,9 +833,27 @@ impl std::fmt::Debug for State {
     }
 }
 
+/// The file a job's raw output also goes to, written by the job's reader
+/// alone (outside the state's lock: a slow disk never holds up a read).
 struct LogFile {
     file: File,
     room: usize,
+}
+
+impl LogFile {
+    /// Appends `data` up to the room left; false once the file takes no
+    /// more (full, or it failed).
+    fn append(&mut self, data: &[u8]) -> bool {
+        let take = data.len().min(self.room);
+        let ok = self.file.write_all(&data[..take]).is_ok();
+        self.room -= take;
+        if ok && take < data.len() {
+            let _ = self
+                .file
+                .write_all(b"\n[the log file reached its cap; later output is only in memory]\n");
+        }
+        ok && take == data.len()
+    }
 }
 
 impl State {
@@ -771,19 +862,6 @@ impl State {
         self.last_output = Some(Instant::now());
         if let Some(screen) = &mut self.screen {
             screen.process(data);
-        }
-        if let Some(log) = &mut self.file {
-            let take = data.len().min(log.room);
-            let ok = log.file.write_all(&data[..take]).is_ok();
-            log.room -= take;
-            if !ok || take < data.len() {
-                if ok {
-                    let _ = log.file.write_all(
-                        b"\n[the log file reached its cap; later output is only in memory]\n",
-                    );
-                }
-                self.file = None;
-            }
         }
     }
 }
@@ -965,13 +1043,13 @@ impl Job {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 log: log::OutputLog::new(limits.max_log_bytes),
+                cursor: 0,
                 status: None,
                 exited_at: None,
                 killed: false,
                 closed: false,
                 last_output: None,
                 screen,
-                file,
             }),
             changed: Condvar::new(),
             writer: Mutex::new(writer),
@@ -993,7 +1071,7 @@ impl Job {
         let reader = thread::Builder::new()
             .name("job-output".into())
             .stack_size(256 * 1024)
-            .spawn(move || pump(sources, &reader_shared));
+            .spawn(move || pump(sources, file, &reader_shared));
         if let Err(err) = reader {
             let _ = signal_group(pid, Some(Signal::SIGKILL), false);
             return Err(start_err("start the output thread", &err));
@@ -1008,7 +1086,6 @@ impl Job {
             log_file: shown,
             max_write: limits.max_write_bytes,
             shared,
-            cursor: Mutex::new(0),
         })
     }
 
@@ -1092,12 +1169,12 @@ impl Job {
     ) -> JobRead {
         let started = Instant::now();
         let deadline = started + wait.max.min(MAX_WAIT);
-        let from_cursor = |f: ReadFrom| f == ReadFrom::Cursor;
+        // Only the state's lock is taken, and a wait lets go of it: a
+        // poll of the job is never held up by another call's wait.
         let kind = from;
-        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
         let mut state = self.state();
-        let origin = match from {
-            ReadFrom::Cursor => *cursor,
+        let origin = match kind {
+            ReadFrom::Cursor => state.cursor,
             ReadFrom::Offset(offset) => offset,
             ReadFrom::Tail(back) => state.log.end().saturating_sub(back),
         };
@@ -1150,12 +1227,20 @@ impl Job {
                 .0;
         }
         let finished = state.closed;
+        // A cursor read answers from where the cursor is now: a read that
+        // answered during this one's wait moved it, and what that read
+        // returned is not returned twice.
+        let origin = match kind {
+            ReadFrom::Cursor => origin.max(state.cursor),
+            _ => origin,
+        };
         let log = &state.log;
         let end = log.end();
-        let mut from = origin.clamp(log.start(), end);
-        let head = log.slice(from, (from + 3).min(end));
+        let mut start = origin.clamp(log.start(), end);
+        let head = log.slice(start, (start + 3).min(end));
         // Never start inside a character.
-        from += head.iter().take_while(|b| **b & 0xC0 == 0x80).count() as u64;
+        start += head.iter().take_while(|b| **b & 0xC0 == 0x80).count() as u64;
+        let from = start;
         let mut to = end.min(from.saturating_add(max_bytes as u64));
         if to < end || !finished {
             let bytes = log.slice(from, to);
@@ -1180,8 +1265,8 @@ impl Job {
             waited: started.elapsed(),
             status: status_of(&state),
         };
-        if from_cursor(kind) {
-            *cursor = read.to;
+        if kind == ReadFrom::Cursor {
+            state.cursor = state.cursor.max(read.to);
         }
         read
     }
@@ -1422,7 +1507,7 @@ fn reap(mut child: Child, shared: &Shared, terminal: bool) {
 
 /// Moves the job's output into its log until every source has ended. A
 /// terminal's master reads `EIO` once no process holds the slave: its end.
-fn pump(mut sources: Vec<(File, OutputStream)>, shared: &Shared) {
+fn pump(mut sources: Vec<(File, OutputStream)>, mut log_file: Option<LogFile>, shared: &Shared) {
     let mut buf = vec![0u8; READ_CHUNK];
     while !sources.is_empty() {
         let ready: Vec<bool> = {
@@ -1446,9 +1531,16 @@ fn pump(mut sources: Vec<(File, OutputStream)>, shared: &Shared) {
             match file.read(&mut buf) {
                 Ok(0) => ended.push(index),
                 Ok(n) => {
-                    let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-                    state.push(*stream, &buf[..n]);
-                    shared.changed.notify_all();
+                    {
+                        let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+                        state.push(*stream, &buf[..n]);
+                        shared.changed.notify_all();
+                    }
+                    if let Some(log) = &mut log_file
+                        && !log.append(&buf[..n])
+                    {
+                        log_file = None;
+                    }
                 }
                 Err(err)
                     if matches!(
@@ -1863,6 +1955,87 @@ mod tests {
                 assert!(Instant::now() < deadline, "job {pid} survived the drop");
                 thread::sleep(Duration::from_millis(20));
             }
+        }
+    }
+
+    /// A process standing for a launcher a command left behind: in a
+    /// group of its own, printing `line` and then sleeping.
+    fn held(line: &str) -> Held {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &format!("echo {line}; exec sleep 300")])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Held {
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            launcher: child,
+        }
+    }
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rfind(')')
+                .is_some_and(|i| !stat[i + 1..].trim_start().starts_with(['Z', 'X']))
+        })
+    }
+
+    #[test]
+    fn background_jobs_past_their_cap_are_stopped_and_exited_ones_forgotten_oldest_first() {
+        let limits = JobLimits {
+            max_background: 2,
+            max_exited: 2,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        table.adopt("first &", held("one")).unwrap();
+        table.adopt("second &", held("two")).unwrap();
+        // A third running one is past the cap: it is stopped, whole, and
+        // leaves no record; the two running ones stay.
+        let third = held("three");
+        let pid = i32::try_from(third.launcher.id()).unwrap();
+        assert_eq!(
+            table.adopt("third &", third),
+            Err(JobError::TooManyBackground { limit: 2 })
+        );
+        assert!(!alive(pid), "the background job past the cap still runs");
+        let kept = table.backgrounds();
+        assert_eq!(kept.iter().map(|job| job.id()).collect::<Vec<_>>(), [1, 2]);
+        assert!(kept.iter().all(|job| job.status().is_running()));
+        let message = JobError::TooManyBackground { limit: 2 }.to_string();
+        assert!(
+            message.contains("2 processes that earlier commands left"),
+            "{message}"
+        );
+        assert_eq!(
+            ToolError::from(JobError::TooManyBackground { limit: 2 }).code(),
+            ErrorCode::InvalidInput
+        );
+        // Once one has ended there is room again; exited records past
+        // max_exited go, the oldest first.
+        table.background(1).unwrap().kill(Signal::SIGTERM);
+        table.adopt("fourth &", held("four")).unwrap();
+        table.background(2).unwrap().kill(Signal::SIGTERM);
+        table.adopt("fifth &", held("five")).unwrap();
+        let kept: Vec<(u64, bool)> = table
+            .backgrounds()
+            .iter()
+            .map(|job| (job.id(), job.status().is_running()))
+            .collect();
+        assert_eq!(kept, [(2, false), (3, true), (4, true)]);
+        assert_eq!(
+            table.background(1).unwrap_err(),
+            JobError::UnknownBackground(1)
+        );
+        // The running ones die with the table.
+        let pids: Vec<i32> = table.backgrounds().iter().map(|job| job.pid()).collect();
+        drop(table);
+        for pid in pids {
+            assert!(!alive(pid), "{pid} outlived the table");
         }
     }
 

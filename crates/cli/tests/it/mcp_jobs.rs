@@ -379,6 +379,16 @@ fn a_waiting_read_does_not_hold_other_calls() {
         "{:?}",
         at.elapsed()
     );
+    // Nor does it hold a poll of the same job (answered on the protocol's
+    // own thread): the waiting read holds no lock while it waits.
+    let at = Instant::now();
+    let polled = call(&mut client, "job_read", json!({"job_id": "job_1"}));
+    assert_eq!(polled["status"], "running", "{polled}");
+    assert!(
+        at.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        at.elapsed()
+    );
     let response = client.wait_for(waiting);
     let (is_error, text) = McpClient::call_result(&response);
     assert!(!is_error, "{text}");
@@ -471,6 +481,51 @@ fn background_children_of_bash_are_listed_read_killed_and_die_with_the_connectio
     assert_eq!(backgrounds(&mut client).len(), 3);
     client.shutdown();
     assert_dies(escaped, "the end of the connection");
+}
+
+#[test]
+fn background_children_past_the_cap_are_stopped_and_the_answer_says_so() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    let cap = agent_tools_bash::jobs::DEFAULT_MAX_BACKGROUND_JOBS;
+    let mut pids = Vec::new();
+    for n in 0..cap {
+        pids.push(leave_in_background(
+            &mut client,
+            &root.join(format!("kept-{n}.pid")),
+            false,
+        ));
+    }
+    let marker = root.join("over.pid");
+    let ran = call(
+        &mut client,
+        "bash",
+        json!({"command": format!("sleep 300 & echo $! > {}", marker.display())}),
+    );
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    let stderr = ran["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "[{cap} processes that earlier commands left in the background are still running"
+        )),
+        "{ran}"
+    );
+    assert_dies(pid_in(&marker), "the call that passed the cap");
+    let listed = backgrounds(&mut client);
+    assert_eq!(listed.len(), cap, "{listed:?}");
+    assert!(
+        listed.iter().all(|job| job["status"] == "running"),
+        "{listed:?}"
+    );
+    // Room again once one is stopped.
+    let _ = call(&mut client, "job_kill", json!({"job_id": "bg_1"}));
+    assert_dies(pids[0], "job_kill");
+    let again = call(&mut client, "bash", json!({"command": "sleep 300 &"}));
+    assert_eq!(again["stderr"], "", "{again}");
+    client.shutdown();
+    for pid in pids {
+        assert_dies(pid, "the end of the connection");
+    }
 }
 
 #[test]
