@@ -58,20 +58,27 @@ impl OutputLog {
                 self.runs.pop_front();
             }
         }
-        // Drop before adding, and grow the buffer no further than the cap:
-        // a deque that doubles past it would hold up to twice the cap.
+        // The whole cap is taken at the first output, in one allocation:
+        // its pages cost memory only once written, and a buffer that grew
+        // by copies would leave the smaller ones behind in the allocator
+        // (a server of 32 floods held tens of MiB more than its logs).
+        if self.bytes.capacity() < self.cap {
+            self.bytes.reserve_exact(self.cap - self.bytes.len());
+        }
+        // Drop before adding, so the buffer never passes the cap.
         let full = data.len();
         let data = &data[full.saturating_sub(self.cap)..];
         let skipped = full - data.len();
         let excess = (self.bytes.len() + data.len()).saturating_sub(self.cap);
         self.bytes.drain(..excess);
         self.base += (excess + skipped) as u64;
-        let needed = self.bytes.len() + data.len();
-        if needed > self.bytes.capacity() {
-            let target = (self.bytes.capacity() * 2).max(needed).min(self.cap);
-            self.bytes.reserve_exact(target - self.bytes.len());
-        }
         self.bytes.extend(data);
+    }
+
+    /// Gives back the room the log will not use: once the job's output
+    /// has ended, an exited job's record holds only what it printed.
+    pub(crate) fn shrink(&mut self) {
+        self.bytes.shrink_to_fit();
     }
 
     /// The bytes of `[from, to)`, clamped to what is kept.
@@ -123,6 +130,21 @@ mod tests {
         assert_eq!(log.runs.len(), MAX_RUNS);
         assert_eq!(log.bytes.len(), 10);
         assert!(log.bytes.capacity() < 20, "{}", log.bytes.capacity());
+        let mut small = OutputLog::new(1 << 20);
+        assert_eq!(
+            small.bytes.capacity(),
+            0,
+            "a log takes room only at its first output"
+        );
+        small.push(OutputStream::Stdout, b"short");
+        assert!(small.bytes.capacity() >= 1 << 20);
+        small.shrink();
+        assert!(
+            small.bytes.capacity() < 1 << 10,
+            "{}",
+            small.bytes.capacity()
+        );
+        assert_eq!(small.slice(0, u64::MAX), b"short");
         let end = log.end();
         log.push(OutputStream::Stdout, b"0123456789abcdef");
         assert_eq!(log.end(), end + 16);

@@ -1556,6 +1556,7 @@ fn pump(mut sources: Vec<(File, OutputStream)>, mut log_file: Option<LogFile>, s
     }
     let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
     state.closed = true;
+    state.log.shrink();
     shared.changed.notify_all();
 }
 
