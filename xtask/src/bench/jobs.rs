@@ -129,9 +129,9 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
     let base = match baseline.take() {
         Some((other, _)) => {
             let mut other = other.into_inner();
-            let (_, after, _, load) = floods(&mut other, settle)?;
+            let (before, after, _, load) = floods(&mut other, settle)?;
             other.shutdown()?;
-            Some((after, load))
+            Some((before, after, load))
         }
         None => None,
     };
@@ -142,11 +142,15 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
         format!("{} MiB", 32 * cap_mib + 32),
         "—",
     );
-    if let Some((base_after, base_load)) = &base {
+    if let Some((base_before, base_after, base_load)) = &base {
         table.row(
             "server RSS with 32 `yes` jobs: this build vs the baseline",
-            format!("{} MiB", after / 1024),
-            format!("{} MiB", base_after / 1024),
+            format!("{} MiB ({} MiB before)", after / 1024, before / 1024),
+            format!(
+                "{} MiB ({} MiB before)",
+                base_after / 1024,
+                base_before / 1024
+            ),
             "—",
         );
         table.note(format!(
