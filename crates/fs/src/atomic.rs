@@ -905,10 +905,10 @@ pub fn stage_replace(
     if let Some(recorder) = agent_tools_journal::current() {
         let mode = staged.mode().map_err(fail)?;
         let meta = staged.file.metadata().map_err(fail)?;
-        let written = staged.temp.as_deref().map(|temp| journaled::Written {
-            temp,
-            meta: &meta,
-        });
+        let written = staged
+            .temp
+            .as_deref()
+            .map(|temp| journaled::Written { temp, meta: &meta });
         let change = journaled::replacement(
             &recorder,
             &staged.dir,

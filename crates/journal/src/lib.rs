@@ -715,7 +715,9 @@ impl Journal {
     /// where the filesystem shares blocks), not through memory, and hashed
     /// later like a link. `None` when the file changed while it was copied.
     pub fn copy_in(&self, file: &mut File) -> Result<Option<String>> {
-        let source_before = file.metadata().map_err(io_err("copying", &self.objects()))?;
+        let source_before = file
+            .metadata()
+            .map_err(io_err("copying", &self.objects()))?;
         let temp = self
             .objects()
             .join(LINKED_DIR)
@@ -959,10 +961,7 @@ impl Journal {
                     .and_then(LinkStamp::parse)
                     .zip(fs::symlink_metadata(&change.path).ok())
                     .is_some_and(|(stamp, meta)| LinkStamp::of_meta(&meta) == stamp);
-                same_file
-                    || self
-                        .linked_content(h)
-                        .is_ok_and(|data| hash(&data) == *now)
+                same_file || self.linked_content(h).is_ok_and(|data| hash(&data) == *now)
             }
             (Some(Image { hash: Some(h), .. }), DiskState::File(now)) => h == now,
             (Some(_), DiskState::Dir) => change.op == Op::Mkdir || change.op == Op::MoveDir,
@@ -1213,11 +1212,10 @@ impl Journal {
     /// (a program that rewrote the file without a rename) is lost: its
     /// change is marked not undoable, with the reason.
     pub fn seal(&self) -> Result<usize> {
-        let ids: Vec<u64> = std::mem::take(
-            &mut *self.to_seal.lock().unwrap_or_else(PoisonError::into_inner),
-        )
-        .into_iter()
-        .collect();
+        let ids: Vec<u64> =
+            std::mem::take(&mut *self.to_seal.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_iter()
+                .collect();
         let mut sealed = 0;
         for id in ids {
             let Some(record) = self.call(id)? else {
@@ -1248,7 +1246,10 @@ impl Journal {
             let mut changed = false;
             for change in &mut record.changes {
                 let ChangeRecord { change, .. } = change;
-                for side in [&mut change.before, &mut change.after].into_iter().flatten() {
+                for side in [&mut change.before, &mut change.after]
+                    .into_iter()
+                    .flatten()
+                {
                     let Some(key) = side.hash.clone() else {
                         continue;
                     };
@@ -1420,10 +1421,10 @@ fn flush_all(paths: &[PathBuf]) -> Result<()> {
                         // naming it is refused under the lock.
                         Err(err) if err.kind() == io::ErrorKind::NotFound => {}
                         Err(err) => {
-                        failed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .get_or_insert(io_err("flushing", path)(err));
+                            failed
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(io_err("flushing", path)(err));
                             break;
                         }
                     }
@@ -1637,8 +1638,13 @@ impl Recorder {
         let journal = &self.0.journal;
         // The contents first, so a record on disk never names one that a
         // crash could lose.
-        let to_flush =
-            std::mem::take(&mut *self.0.to_flush.lock().unwrap_or_else(PoisonError::into_inner));
+        let to_flush = std::mem::take(
+            &mut *self
+                .0
+                .to_flush
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         if let Err(err) = flush_all(&to_flush) {
             // Flushed again with the next announcement.
             self.0

@@ -395,7 +395,10 @@ fn a_linked_content_is_read_back_then_sealed_under_its_hash_once() {
         assert_eq!(before.hash.as_deref(), Some(hash(old.as_bytes()).as_str()));
         assert_eq!(call.changes[0].change.not_undoable, None);
     }
-    assert_eq!(journal.content(&hash(old.as_bytes())).unwrap(), old.as_bytes());
+    assert_eq!(
+        journal.content(&hash(old.as_bytes())).unwrap(),
+        old.as_bytes()
+    );
     // The links are gone, and the content is stored once, compressed.
     assert!(matches!(
         journal.content(&key),

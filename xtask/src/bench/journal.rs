@@ -62,9 +62,9 @@ fn disk_bytes(dir: &Path) -> u64 {
 /// Waits until the journal in `state` has sealed and compressed what its
 /// calls kept (its background pass), by running a pass here.
 fn compacted(state: &Path) -> Result<()> {
-    let journal = agent_tools_fs::journal::Journal::open(
-        agent_tools_fs::journal::Settings::new(state.to_path_buf()),
-    )?;
+    let journal = agent_tools_fs::journal::Journal::open(agent_tools_fs::journal::Settings::new(
+        state.to_path_buf(),
+    ))?;
     journal.compact()?;
     Ok(())
 }
@@ -93,7 +93,10 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
     let contenders = [
         ("no journal", None),
         ("`--journal`", Some(JournalDurability::Full)),
-        ("`--journal-durability relaxed`", Some(JournalDurability::Relaxed)),
+        (
+            "`--journal-durability relaxed`",
+            Some(JournalDurability::Relaxed),
+        ),
     ];
     let mut all = Vec::new();
     for (at, (_, durability)) in contenders.iter().enumerate() {
@@ -210,7 +213,9 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
     let root = scratch.path().join("undo/root");
     let state = scratch.path().join("undo/state");
     fs::create_dir_all(&root)?;
-    let body: String = (0..120).map(|i| format!("line {i} of the file\n")).collect();
+    let body: String = (0..120)
+        .map(|i| format!("line {i} of the file\n"))
+        .collect();
     for i in 0..50 {
         fs::write(root.join(format!("f{i:02}.txt")), &body)?;
     }
@@ -274,9 +279,13 @@ fn changed_text(before: &Path, after: &Path) -> Result<u64> {
 
 /// The id of the newest call in a `changes` listing (`call ID ...`).
 fn last_call(listing: &str) -> Option<u64> {
-    listing
-        .lines()
-        .find_map(|line| line.strip_prefix("call ")?.split_whitespace().next()?.parse().ok())
+    listing.lines().find_map(|line| {
+        line.strip_prefix("call ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
 }
 
 /// What detecting commands' changes adds to a `bash` call.
@@ -288,10 +297,26 @@ fn commands(ctx: &Ctx<'_>) -> Result<Table> {
     let contenders: [(&str, Option<JournalCommands>, bool); 6] = [
         ("no journal, index on", None, true),
         ("no journal, `--no-index`", None, false),
-        ("`detect`, the index's table", Some(JournalCommands::Detect), true),
-        ("`detect`, a stat walk (`--no-index`)", Some(JournalCommands::Detect), false),
-        ("`baseline`, the index's table", Some(JournalCommands::Baseline), true),
-        ("`baseline`, a stat walk", Some(JournalCommands::Baseline), false),
+        (
+            "`detect`, the index's table",
+            Some(JournalCommands::Detect),
+            true,
+        ),
+        (
+            "`detect`, a stat walk (`--no-index`)",
+            Some(JournalCommands::Detect),
+            false,
+        ),
+        (
+            "`baseline`, the index's table",
+            Some(JournalCommands::Baseline),
+            true,
+        ),
+        (
+            "`baseline`, a stat walk",
+            Some(JournalCommands::Baseline),
+            false,
+        ),
     ];
     let mut all: Vec<(AgentTools, PathBuf)> = Vec::new();
     let mut first = Vec::new();
@@ -312,13 +337,22 @@ fn commands(ctx: &Ctx<'_>) -> Result<Table> {
     let mut steps: Vec<Step<'_>> = Vec::new();
     for (tools, _) in &all {
         steps.push(Box::new(move || {
-            call(tools, "bash", &json!({"command": "echo x >> d07/f0042.txt"})).map(drop)
+            call(
+                tools,
+                "bash",
+                &json!({"command": "echo x >> d07/f0042.txt"}),
+            )
+            .map(drop)
         }));
     }
     let stats = interleaved(ctx.pick(15, 4), &mut steps)?;
     drop(steps);
     for (at, (label, _, _)) in contenders.iter().enumerate() {
-        let base = if contenders[at].2 { &stats[0] } else { &stats[1] };
+        let base = if contenders[at].2 {
+            &stats[0]
+        } else {
+            &stats[1]
+        };
         table.row(
             format!("{label}: first call / later calls (median / mean)"),
             format!("{} / {}", duration(first[at]), median_mean(&stats[at])),
@@ -344,7 +378,9 @@ fn commands(ctx: &Ctx<'_>) -> Result<Table> {
 
 /// A tree of `files` small files in 100 folders.
 fn tree_of(root: &Path, files: usize) -> Result<()> {
-    let body: String = (0..20).map(|i| format!("text line {i} of a file\n")).collect();
+    let body: String = (0..20)
+        .map(|i| format!("text line {i} of a file\n"))
+        .collect();
     for i in 0..files {
         let dir = root.join(format!("d{:02}", i % 100));
         if i < 100 {
