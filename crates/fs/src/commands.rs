@@ -373,7 +373,7 @@ impl CommandWatch {
                     removed.push((path, old));
                     paths.push((path, Op::Create));
                 }
-                Some(old) if stamp.dir => {
+                Some(_) if stamp.dir => {
                     paths.push((path, Op::Delete));
                     made.push((path, stamp));
                 }

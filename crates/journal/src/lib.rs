@@ -882,17 +882,42 @@ impl Journal {
         Ok(id)
     }
 
-    fn write_pending(&self, record: &CallRecord) -> Result<()> {
-        let path = self
-            .settings
-            .dir
-            .join("pending")
-            .join(record_name(record.id));
+    /// Writes a call's pending record; under [`Durability::Full`] it and
+    /// the contents `with` (and the directories holding them) are flushed
+    /// together, in parallel (the filesystem folds flushes made at once
+    /// into one commit), before the record takes its name, then its
+    /// directory is flushed.
+    fn write_pending(&self, record: &CallRecord, with: &[PathBuf]) -> Result<()> {
+        let pending = self.settings.dir.join("pending");
+        let path = pending.join(record_name(record.id));
         let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
             path: path.clone(),
             message: err.to_string(),
         })?;
-        write_replace(&path, &data, self.settings.durability == Durability::Full)
+        if self.settings.durability != Durability::Full {
+            return write_replace(&path, &data, false);
+        }
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let temp = pending.join(format!(
+            "{}.tmp.{}.{}",
+            record_name(record.id),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| -> Result<()> {
+            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
+            let mut all = with.to_vec();
+            all.push(temp.clone());
+            flush_all(&all)?;
+            fs::rename(&temp, &path).map_err(io_err("writing", &path))?;
+            File::open(&pending)
+                .and_then(|dir| dir.sync_all())
+                .map_err(io_err("flushing", &pending))
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        written
     }
 
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
@@ -1401,6 +1426,7 @@ fn flush_all(paths: &[PathBuf]) -> Result<()> {
         return Ok(());
     }
     let mut all: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let files = all.len();
     let mut dirs: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
     dirs.sort_unstable();
     dirs.dedup();
@@ -1415,7 +1441,17 @@ fn flush_all(paths: &[PathBuf]) -> Result<()> {
                     let Some(path) = all.get(at) else {
                         break;
                     };
-                    match File::open(path).and_then(|file| file.sync_all()) {
+                    // A file's data (and what is needed to read it back:
+                    // a linked file whose data is on disk costs nothing),
+                    // a directory's entries.
+                    let flushed = File::open(path).and_then(|file| {
+                        if at < files {
+                            file.sync_data()
+                        } else {
+                            file.sync_all()
+                        }
+                    });
+                    match flushed {
                         Ok(()) => {}
                         // Swept by a prune meanwhile: the announcement
                         // naming it is refused under the lock.
@@ -1636,8 +1672,9 @@ impl Recorder {
     /// Announces several changes at once (one flush for all).
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
         let journal = &self.0.journal;
-        // The contents first, so a record on disk never names one that a
-        // crash could lose.
+        // The contents are flushed with the record, before it takes its
+        // name, so a record on disk never names one that a crash could
+        // lose.
         let to_flush = std::mem::take(
             &mut *self
                 .0
@@ -1645,16 +1682,21 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        if let Err(err) = flush_all(&to_flush) {
+        let keep_for_later = |to_flush: Vec<PathBuf>| {
             // Flushed again with the next announcement.
             self.0
                 .to_flush
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .extend(to_flush);
-            return Err(err);
-        }
-        let _lock = journal.lock()?;
+        };
+        let _lock = match journal.lock() {
+            Ok(lock) => lock,
+            Err(err) => {
+                keep_for_later(to_flush);
+                return Err(err);
+            }
+        };
         // A content found already stored (so not written again) may have
         // been swept by a prune since, before this record referred to it;
         // checked under the lock, which prunes hold, so the record never
@@ -1664,6 +1706,7 @@ impl Recorder {
                 if let Some(hash) = &image.hash
                     && !journal.has_content(hash)
                 {
+                    keep_for_later(to_flush);
                     return Err(JournalError::MissingContent { hash: hash.clone() });
                 }
             }
@@ -1680,8 +1723,10 @@ impl Recorder {
                 change,
                 state: ChangeState::Pending,
             }));
-        if let Err(err) = journal.write_pending(&record) {
+        if let Err(err) = journal.write_pending(&record, &to_flush) {
             record.changes.truncate(first);
+            drop(record);
+            keep_for_later(to_flush);
             return Err(err);
         }
         Ok((first..first + count).map(Token).collect())

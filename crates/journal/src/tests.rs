@@ -150,14 +150,14 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
             state: ChangeState::Pending,
         }],
     };
-    journal.write_pending(&record).unwrap();
+    journal.write_pending(&record, &[]).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert_eq!(journal.ids("pending").unwrap(), vec![7]);
     // Its id is not handed out again.
     assert_eq!(journal.next_id().unwrap(), 8);
     record.pid = u32::MAX;
-    journal.write_pending(&record).unwrap();
+    journal.write_pending(&record, &[]).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert!(journal.ids("pending").unwrap().is_empty());
