@@ -766,6 +766,13 @@ impl Journal {
         let mut file = match File::open(&path) {
             Ok(file) => file,
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                // Sealed since the caller read its record: the seal left
+                // the hash it was stored under.
+                if let Ok(hash) = fs::read_to_string(forward_of(&path))
+                    && !is_linked(&hash)
+                {
+                    return self.content(hash.trim());
+                }
                 return Err(JournalError::MissingContent {
                     hash: key.to_owned(),
                 });
@@ -1301,8 +1308,15 @@ impl Journal {
                 write_replace(&path, &data, self.settings.durability == Durability::Full)?;
                 sealed += 1;
             }
-            for (key, _) in &outcome {
-                let _ = fs::remove_file(self.object_path(key));
+            for (key, result) in &outcome {
+                let path = self.object_path(key);
+                // A reader that read the record before this finds the
+                // content by the hash left here (swept by the next prune,
+                // as nothing refers to it).
+                if let Ok(hash) = result {
+                    let _ = fs::write(forward_of(&path), hash);
+                }
+                let _ = fs::remove_file(&path);
             }
         }
         Ok(sealed)
@@ -1394,6 +1408,14 @@ pub struct PruneReport {
     pub calls_kept: usize,
     /// Bytes of stored content kept.
     pub bytes_kept: u64,
+}
+
+/// Where a sealed linked content's hash is left for readers of older
+/// records.
+fn forward_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".sealed");
+    PathBuf::from(name)
 }
 
 /// The linked contents ([`LINKED`]) a record names.
