@@ -118,6 +118,10 @@ pub enum Group {
     /// read_file over Streamable HTTP vs rmcp's minimal HTTP server, and
     /// calls per second from 16 clients at once.
     Http,
+    /// the undo journal: its cost on edit_file of a 10 MB file and on
+    /// apply_patch of real commits, disk per MB changed, undo of a 50-file
+    /// patch, and commands' change detection per bash call.
+    Journal,
 }
 
 impl BenchArgs {

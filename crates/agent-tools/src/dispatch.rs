@@ -99,6 +99,12 @@ impl AgentTools {
         self.bound.config()
     }
 
+    /// The workspace index the tools use, when it is on (to wait until it
+    /// is ready, say).
+    pub fn workspace_index(&self) -> Option<&agent_tools_fs::WorkspaceIndex> {
+        self.bound.workspace_index()
+    }
+
     /// Whether a call of `name` with `args` is brief: the tool is offered
     /// and marked brief, and when its brevity depends on the arguments
     /// ([`ToolDef::brief_when`](crate::ToolDef::brief_when)), these pass
@@ -187,6 +193,7 @@ trait Pipeline: Send + Sync {
     fn replace_roots(&self, roots: &[std::path::PathBuf]) -> Result<(), StartupError>;
     fn dispatch(&self, name: &str, args: Value, call: &CallContext) -> CallOutcome;
     fn fail(&self, tool: &str, stage: Stage, error: ToolError, cancelled: bool) -> CallOutcome;
+    fn workspace_index(&self) -> Option<&agent_tools_fs::WorkspaceIndex>;
 }
 
 /// A tool in the offered set, with its compiled argument validator.
@@ -210,6 +217,10 @@ struct Bound<S: Surface> {
 impl<S: Surface> Pipeline for Bound<S> {
     fn config(&self) -> &Config {
         &self.config
+    }
+
+    fn workspace_index(&self) -> Option<&agent_tools_fs::WorkspaceIndex> {
+        self.surface.workspace_index(&self.state)
     }
 
     fn surface_name(&self) -> &'static str {

@@ -344,7 +344,12 @@ pub(crate) fn replace_expecting(
         Some(recorder) => {
             use std::os::unix::fs::PermissionsExt as _;
             let mode = new_meta.permissions().mode() & 0o7777;
-            let change = journaled::replacement(&recorder, &dir, &name, path, parts, mode)?;
+            let written = journaled::Written {
+                temp: guard.name(),
+                meta: &new_meta,
+            };
+            let change =
+                journaled::replacement(&recorder, &dir, &name, path, parts, Some(written), mode)?;
             let token = journaled::announce(&recorder, change)?;
             Some((recorder, vec![token]))
         }
@@ -899,8 +904,20 @@ pub fn stage_replace(
     staged.file.write_all(data).map_err(fail)?;
     if let Some(recorder) = agent_tools_journal::current() {
         let mode = staged.mode().map_err(fail)?;
-        let change =
-            journaled::replacement(&recorder, &staged.dir, &staged.name, path, &[data], mode)?;
+        let meta = staged.file.metadata().map_err(fail)?;
+        let written = staged
+            .temp
+            .as_deref()
+            .map(|temp| journaled::Written { temp, meta: &meta });
+        let change = journaled::replacement(
+            &recorder,
+            &staged.dir,
+            &staged.name,
+            path,
+            &[data],
+            written,
+            mode,
+        )?;
         staged.journal = Some((recorder, change));
     }
     // Syncing and renaming change neither the inode, the size nor the

@@ -72,6 +72,8 @@ struct Stamp {
     /// stat'ed (the index keeps neither): a `chmod` or a replacement of
     /// the same size and time shows in them.
     more: Option<(i128, u64, u32)>,
+    /// A directory (its making or removal is recorded, nothing else).
+    dir: bool,
 }
 
 impl Stamp {
@@ -89,6 +91,7 @@ impl Stamp {
                 stat.st_ino,
                 stat.st_mode & 0o7777,
             )),
+            dir: stat.st_mode & nix::libc::S_IFMT == nix::libc::S_IFDIR,
         }
     }
 
@@ -217,10 +220,18 @@ impl CommandWatch {
         if let (Some(index), [ws]) = (index, workspaces)
             && index.root() == ws.root()
             && let Ok(files) = index.files("")
+            // The directories it walks (no file kept: only the list).
+            && let Ok(tree) = index.tree("", |_| false)
         {
             if files.len() > self.max_files {
                 return Err(too_many());
             }
+            let dir = Stamp {
+                size: 0,
+                modified: SystemTime::UNIX_EPOCH,
+                more: None,
+                dir: true,
+            };
             return Ok(files
                 .into_iter()
                 .map(|file| {
@@ -230,9 +241,11 @@ impl CommandWatch {
                             size: file.size,
                             modified: file.modified,
                             more: None,
+                            dir: false,
                         },
                     )
                 })
+                .chain(tree.dirs.iter().map(|rel| (ws.root().join(rel), dir)))
                 .collect());
         }
         let mut table = Table::new();
@@ -246,7 +259,9 @@ impl CommandWatch {
                 base: &base,
                 respect_gitignore: true,
                 cancel: &cancel,
-                visit_dirs: false,
+                // Directories too: a command's making or removing one is
+                // recorded.
+                visit_dirs: true,
                 max_depth: None,
                 exclude: None,
             };
@@ -254,7 +269,8 @@ impl CommandWatch {
                 .run(
                     || (),
                     |_, entry, sink| {
-                        if count.fetch_add(1, Ordering::Relaxed) >= self.max_files {
+                        if !entry.is_dir && count.fetch_add(1, Ordering::Relaxed) >= self.max_files
+                        {
                             over.store(true, Ordering::Relaxed);
                             return Flow::Quit;
                         }
@@ -299,6 +315,9 @@ impl CommandWatch {
             }
         }
         for (path, stamp) in table {
+            if stamp.dir {
+                continue;
+            }
             if baseline
                 .files
                 .get(path)
@@ -342,22 +361,55 @@ impl CommandWatch {
         after: &Table,
     ) -> agent_tools_journal::Result<usize> {
         let mut paths: Vec<(&PathBuf, Op)> = Vec::new();
+        let (mut made, mut removed) = (Vec::new(), Vec::new());
         for (path, stamp) in after {
             match before.get(path) {
+                None if stamp.dir => made.push((path, stamp)),
                 None => paths.push((path, Op::Create)),
+                // A directory's entries changed: its files say how.
+                Some(old) if old.dir && stamp.dir => {}
+                // A file replaced by a directory, or the reverse.
+                Some(old) if old.dir => {
+                    removed.push((path, old));
+                    paths.push((path, Op::Create));
+                }
+                Some(_) if stamp.dir => {
+                    paths.push((path, Op::Delete));
+                    made.push((path, stamp));
+                }
                 Some(old) if !old.same(stamp) => paths.push((path, Op::Modify)),
                 Some(_) => {}
             }
         }
-        for path in before.keys() {
+        for (path, stamp) in before {
             if !after.contains_key(path) {
-                paths.push((path, Op::Delete));
+                if stamp.dir {
+                    removed.push((path, stamp));
+                } else {
+                    paths.push((path, Op::Delete));
+                }
             }
         }
         paths.sort_by(|a, b| a.0.cmp(b.0));
+        made.sort_by(|a, b| a.0.cmp(b.0));
+        // Deepest first, as they went.
+        removed.sort_by(|a, b| b.0.cmp(a.0));
+        let dir_mode = |stamp: &Stamp| stamp.more.map_or(0o755, |(_, _, mode)| mode);
+        let mut count = 0;
+        // Parents before the files in them; an undo takes a call's
+        // changes in reverse, so it removes them after the files.
+        for (path, stamp) in made {
+            let change = Change::new(
+                path,
+                Op::Mkdir,
+                None,
+                Some(Image::unstored(dir_mode(stamp), 0)),
+            );
+            recorder.record_made(change)?;
+            count += 1;
+        }
         let mut baseline = self.baseline.lock().unwrap_or_else(PoisonError::into_inner);
         let cap = recorder.max_file_bytes();
-        let mut count = 0;
         for (path, op) in paths {
             let now = match op {
                 Op::Delete => None,
@@ -406,7 +458,21 @@ impl CommandWatch {
                 }
             }
         }
+        drop(baseline);
+        // After the files that were in them, deepest first: an undo makes
+        // them again before it puts the files back.
+        for (path, stamp) in removed {
+            let change = Change::new(
+                path,
+                Op::Rmdir,
+                Some(Image::unstored(dir_mode(stamp), 0)),
+                None,
+            );
+            recorder.record_made(change)?;
+            count += 1;
+        }
         if self.mode == CommandMode::Baseline && count > 0 {
+            let baseline = self.baseline.lock().unwrap_or_else(PoisonError::into_inner);
             pin(recorder.journal(), &baseline);
         }
         Ok(count)
@@ -556,6 +622,55 @@ mod tests {
         assert_eq!(call.changes[0].change.op, Op::Modify);
         assert_eq!(call.changes[0].change.after.as_ref().unwrap().mode, 0o600);
         assert!(call.changes[0].change.not_undoable.is_some());
+    }
+
+    #[test]
+    fn directories_a_command_makes_or_removes_are_recorded_and_undone() {
+        let (dir, ws, journal) = setup(|_| {});
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("old/inner")).unwrap();
+        std::fs::write(root.join("old/inner/f"), "f\n").unwrap();
+        let watch = CommandWatch::new(CommandMode::Baseline, 100);
+        // A first command tops the baseline up.
+        watched(&journal, &watch, &ws, || {});
+        let call = watched(&journal, &watch, &ws, || {
+            std::fs::remove_dir_all(root.join("old")).unwrap();
+            std::fs::create_dir_all(root.join("new/sub")).unwrap();
+        })
+        .unwrap();
+        let ops: Vec<(String, Op)> = call
+            .changes
+            .iter()
+            .map(|c| {
+                let rel = c.change.path.strip_prefix(&root).unwrap();
+                (rel.display().to_string(), c.change.op)
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("new".to_owned(), Op::Mkdir),
+                ("new/sub".to_owned(), Op::Mkdir),
+                ("old/inner/f".to_owned(), Op::Delete),
+                ("old/inner".to_owned(), Op::Rmdir),
+                ("old".to_owned(), Op::Rmdir),
+            ]
+        );
+        let report = crate::undo::undo(
+            &journal,
+            std::slice::from_ref(&ws),
+            &crate::undo::UndoRequest {
+                call: Some(call.id),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(report.applied, "{report:?}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("old/inner/f")).unwrap(),
+            "f\n"
+        );
+        assert!(!root.join("new").exists());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
-use agent_tools_journal::{Change, Image, Op, Recorder, Token};
+use agent_tools_journal::{Change, Image, LinkStamp, Op, Recorder, Token};
 use cap_std::fs::{Dir, Metadata, PermissionsExt};
 
 /// The journal's failure, as the tools report it.
@@ -57,6 +57,24 @@ pub(crate) fn image_of(
             )),
         ));
     }
+    if size >= LINK_FROM {
+        // Kept by a hard link: no read, no copy (hashed later).
+        if let Some(key) = recorder
+            .link(dir, name, stamp_of(meta), true)
+            .map_err(journal_error)?
+        {
+            return Ok((Image::stored(key, mode, size), None));
+        }
+        // Not linkable (the journal on another filesystem, say): a copy
+        // made by the kernel.
+        if let Ok(file) = dir.open(name)
+            && let Some(key) = recorder
+                .copy_in(&mut file.into_std())
+                .map_err(journal_error)?
+        {
+            return Ok((Image::stored(key, mode, size), None));
+        }
+    }
     let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     let read = dir
         .open(name)
@@ -75,13 +93,61 @@ pub(crate) fn image_of(
     Ok((Image::stored(hash, mode, data.len() as u64), None))
 }
 
+/// Contents this large are kept by a hard link to their file (or a
+/// kernel copy) rather than read and stored: the write path then spends no
+/// time on them. Smaller ones are stored at once, which costs less than a
+/// link now and a seal later.
+pub(crate) const LINK_FROM: u64 = 64 * 1024;
+
+/// The journal's stamp of a file.
+pub(crate) fn stamp_of(meta: &Metadata) -> LinkStamp {
+    use cap_std::fs::MetadataExt;
+    LinkStamp {
+        ino: meta.ino(),
+        size: meta.len(),
+        mtime: meta.mtime(),
+        mtime_nsec: meta.mtime_nsec(),
+    }
+}
+
+/// The journal's stamp of an open file.
+pub(crate) fn stamp_of_std(meta: &std::fs::Metadata) -> LinkStamp {
+    use std::os::unix::fs::MetadataExt;
+    LinkStamp {
+        ino: meta.ino(),
+        size: meta.len(),
+        mtime: meta.mtime(),
+        mtime_nsec: meta.mtime_nsec(),
+    }
+}
+
+/// The new content of a replacement, already written to its temporary
+/// file: the name in the target's directory and the file's metadata once
+/// written, so a large one is kept by a link to that file.
+pub(crate) struct Written<'a> {
+    pub(crate) temp: &'a OsStr,
+    pub(crate) meta: &'a std::fs::Metadata,
+}
+
 /// An image of bytes about to be written.
 pub(crate) fn image_of_bytes(
     recorder: &Recorder,
+    dir: &Dir,
     parts: &[&[u8]],
+    written: Option<Written<'_>>,
     mode: u32,
 ) -> ToolResult<(Image, Option<String>)> {
     let size: usize = parts.iter().map(|p| p.len()).sum();
+    if let Some(written) = written
+        && size as u64 >= LINK_FROM
+        && size as u64 <= recorder.max_file_bytes()
+        && written.meta.len() == size as u64
+        && let Some(key) = recorder
+            .link(dir, written.temp, stamp_of_std(written.meta), false)
+            .map_err(journal_error)?
+    {
+        return Ok((Image::stored(key, mode, size as u64), None));
+    }
     if size as u64 > recorder.max_file_bytes() {
         return Ok((
             Image::unstored(mode, size as u64),
@@ -108,13 +174,14 @@ pub(crate) fn replacement(
     name: &OsStr,
     path: &ConfinedPath,
     parts: &[&[u8]],
+    written: Option<Written<'_>>,
     after_mode: u32,
 ) -> ToolResult<Change> {
     let before = match dir.symlink_metadata(name) {
         Ok(meta) => Some(image_of(recorder, dir, name, &meta)?),
         Err(_) => None,
     };
-    let (after, after_reason) = image_of_bytes(recorder, parts, after_mode)?;
+    let (after, after_reason) = image_of_bytes(recorder, dir, parts, written, after_mode)?;
     let op = if before.is_some() {
         Op::Modify
     } else {
@@ -337,6 +404,67 @@ mod tests {
             journal.content(after.hash.as_ref().unwrap()).unwrap(),
             b"new\n"
         );
+    }
+
+    #[test]
+    fn a_large_file_is_kept_by_links_and_undone_before_and_after_the_seal() {
+        let (dir, ws, journal) = setup();
+        let file = dir.path().join("root/big.txt");
+        let old = "an old line of a large file\n".repeat(4000);
+        let new = "a new line of a large file\n".repeat(4000);
+        std::fs::write(&file, &old).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let path = ws.resolve("big.txt").unwrap();
+        let write = |data: &str| {
+            let meta = ws.symlink_metadata(&path).unwrap();
+            let scope = journal.begin("write_file", "test", "local");
+            crate::write_atomic(
+                &ws,
+                &path,
+                data.as_bytes(),
+                Expected::Same(crate::FileStamp::of(&meta)),
+            )
+            .unwrap();
+            scope.finish().unwrap().unwrap()
+        };
+        let id = write(&new);
+        let call = journal.call(id).unwrap().unwrap();
+        let change = &call.changes[0].change;
+        for side in [&change.before, &change.after] {
+            let key = side.as_ref().unwrap().hash.as_deref().unwrap();
+            assert!(agent_tools_journal::is_linked(key), "{key}");
+        }
+        let undo = |call| {
+            let scope = journal.begin("undo", "test", "local");
+            let report = crate::undo::undo(
+                &journal,
+                std::slice::from_ref(&ws),
+                &crate::undo::UndoRequest {
+                    call: Some(call),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            assert!(report.applied, "{report:?}");
+            scope.finish().unwrap().unwrap()
+        };
+        let undone = undo(id);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), old);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640);
+        // Sealed: the records name hashes, and undoing the undo redoes.
+        journal.compact().unwrap();
+        for id in [id, undone] {
+            let call = journal.call(id).unwrap().unwrap();
+            for change in &call.changes {
+                for side in [&change.change.before, &change.change.after] {
+                    let key = side.as_ref().unwrap().hash.as_deref().unwrap();
+                    assert!(!agent_tools_journal::is_linked(key), "{key}");
+                }
+            }
+        }
+        undo(undone);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), new);
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! - `objects/`: file contents, addressed by their BLAKE3 hash, so a
 //!   content kept by many calls is stored once. Written raw, then
 //!   compressed with zstd by a background pass ([`Journal::compact`]).
+//!   Large contents are first kept by a hard link to the file that holds
+//!   them, under a provisional key ([`LINKED`], `objects/in/`), so the write
+//!   path neither reads nor copies them; the same pass seals them under
+//!   their hash ([`Journal::seal`]).
 //! - `calls/<id>.json`: one record per call that changed something: the
 //!   call's id, time, tool, surface and principal, and per file the path,
 //!   the operation and the content hash and mode before and after
@@ -100,6 +104,15 @@ pub enum JournalError {
     MissingContent {
         /// Its hash.
         hash: String,
+    },
+    /// A content kept by a link to the file that held it was changed in
+    /// place (written without a rename) before the journal copied it.
+    #[error(
+        "journal: the content kept as {key} was changed in place by another program before the journal copied it"
+    )]
+    ChangedInPlace {
+        /// Its provisional key.
+        key: String,
     },
 }
 
@@ -390,6 +403,82 @@ pub struct Journal {
     compacting: Arc<AtomicBool>,
     /// Contents stored raw since the last compaction pass began.
     raw_since_compact: AtomicU64,
+    /// Finished calls whose records still name linked contents
+    /// ([`LINKED`]): the next compaction pass seals them.
+    to_seal: Mutex<std::collections::BTreeSet<u64>>,
+    /// Held by a compaction pass.
+    pass: Mutex<()>,
+}
+
+/// The key prefix of a content kept by a hard link to the file that held
+/// it (or, across filesystems, a kernel copy), not yet hashed: the write
+/// path then neither reads nor copies the file. The rest of the key is the
+/// kept file's [`LinkStamp`], which reading it checks. A background pass
+/// ([`Journal::compact`]) hashes and compresses it and puts the hash in the
+/// records in its place.
+pub const LINKED: &str = "in/";
+
+/// The files below `objects/` holding linked contents.
+const LINKED_DIR: &str = "in";
+
+/// What a linked content's file must still be for it to hold what was
+/// kept: its inode, size and modification time when it was linked. A
+/// program that rewrites the file in place changes the time (and mostly
+/// the size); a rename over the user's name leaves the kept file alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkStamp {
+    /// The inode.
+    pub ino: u64,
+    /// The size in bytes.
+    pub size: u64,
+    /// The modification time, seconds.
+    pub mtime: i64,
+    /// The modification time, nanoseconds.
+    pub mtime_nsec: i64,
+}
+
+impl LinkStamp {
+    fn of_meta(meta: &fs::Metadata) -> LinkStamp {
+        use std::os::unix::fs::MetadataExt;
+        LinkStamp {
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+        }
+    }
+
+    /// The file name: the stamp, then what makes it unique.
+    fn name(&self) -> String {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        format!(
+            "{}-{}-{}.{}-{}-{}",
+            self.ino,
+            self.size,
+            self.mtime,
+            self.mtime_nsec,
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    fn parse(name: &str) -> Option<LinkStamp> {
+        let mut parts = name.split('-');
+        let ino = parts.next()?.parse().ok()?;
+        let size = parts.next()?.parse().ok()?;
+        let (mtime, mtime_nsec) = parts.next()?.split_once('.')?;
+        Some(LinkStamp {
+            ino,
+            size,
+            mtime: mtime.parse().ok()?,
+            mtime_nsec: mtime_nsec.parse().ok()?,
+        })
+    }
+}
+
+/// Whether `key` names a linked content, not yet hashed.
+pub fn is_linked(key: &str) -> bool {
+    key.starts_with(LINKED)
 }
 
 /// The journal's lock, held across processes until dropped.
@@ -453,7 +542,7 @@ impl Journal {
     /// Opens (creating) the journal in `settings.dir`, resolves what dead
     /// processes left pending, and prunes it to its bounds.
     pub fn open(settings: Settings) -> Result<Arc<Journal>> {
-        for sub in ["objects", "calls", "pending", "pins"] {
+        for sub in ["objects", "objects/in", "calls", "pending", "pins"] {
             let dir = settings.dir.join(sub);
             fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
         }
@@ -472,6 +561,8 @@ impl Journal {
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
             raw_since_compact: AtomicU64::new(1),
+            to_seal: Mutex::new(std::collections::BTreeSet::new()),
+            pass: Mutex::new(()),
         });
         journal.recover()?;
         journal.prune()?;
@@ -516,6 +607,7 @@ impl Journal {
                 changes: Vec::new(),
                 notes: Vec::new(),
             }),
+            to_flush: Mutex::new(Vec::new()),
         });
         let previous = CURRENT.with(|current| current.replace(Some(Recorder(call.clone()))));
         CallScope { call, previous }
@@ -526,6 +618,9 @@ impl Journal {
     }
 
     fn object_path(&self, hash: &str) -> PathBuf {
+        if let Some(rest) = hash.strip_prefix(LINKED) {
+            return self.objects().join(LINKED_DIR).join(rest);
+        }
         let (head, tail) = hash.split_at(2.min(hash.len()));
         self.objects().join(head).join(tail)
     }
@@ -584,8 +679,129 @@ impl Journal {
         Ok(hash)
     }
 
-    /// The content stored under `hash`.
+    /// Keeps the file `name` of the directory `dir` as a content by a hard
+    /// link, without reading it: for a file about to be replaced by a
+    /// rename or removed (what it held then lives on only here) and for a
+    /// new file's content. Answers the provisional key ([`LINKED`]), or
+    /// `None` when the file cannot be linked (another filesystem, no
+    /// permission) or is no longer `stamp`: the caller then stores a copy.
+    /// Nothing is flushed here; see [`Recorder::link`].
+    pub fn link(
+        &self,
+        dir: impl std::os::fd::AsFd,
+        name: &std::ffi::OsStr,
+        stamp: LinkStamp,
+    ) -> Result<Option<String>> {
+        use nix::fcntl::{AT_FDCWD, AtFlags};
+        let rest = stamp.name();
+        let target = self.objects().join(LINKED_DIR).join(&rest);
+        if nix::unistd::linkat(dir, name, AT_FDCWD, &target, AtFlags::empty()).is_err() {
+            return Ok(None);
+        }
+        // The name may have been given another file since the caller
+        // looked: then the link holds something else, and is undone.
+        let linked = fs::symlink_metadata(&target).map_err(io_err("linking", &target))?;
+        if LinkStamp::of_meta(&linked) != stamp {
+            let _ = fs::remove_file(&target);
+            return Ok(None);
+        }
+        self.stored_since_prune
+            .fetch_add(stamp.size, Ordering::Relaxed);
+        Ok(Some(format!("{LINKED}{rest}")))
+    }
+
+    /// Keeps a copy of `file` as a linked content (for a file that cannot
+    /// be linked): copied by the kernel (`copy_file_range`, a reflink
+    /// where the filesystem shares blocks), not through memory, and hashed
+    /// later like a link. `None` when the file changed while it was copied.
+    pub fn copy_in(&self, file: &mut File) -> Result<Option<String>> {
+        let source_before = file
+            .metadata()
+            .map_err(io_err("copying", &self.objects()))?;
+        let temp = self
+            .objects()
+            .join(LINKED_DIR)
+            .join(format!("copy{}", LinkStamp::of_meta(&source_before).name()));
+        let copied = (|| -> io::Result<fs::Metadata> {
+            let mut out = File::create(&temp)?;
+            io::copy(file, &mut out)?;
+            out.metadata()
+        })();
+        let copied = match copied {
+            Ok(meta) => meta,
+            Err(err) => {
+                let _ = fs::remove_file(&temp);
+                return Err(io_err("copying into", &temp)(err));
+            }
+        };
+        let source_after = file.metadata().map_err(io_err("copying", &temp))?;
+        if LinkStamp::of_meta(&source_before) != LinkStamp::of_meta(&source_after)
+            || copied.len() != source_after.len()
+        {
+            let _ = fs::remove_file(&temp);
+            return Ok(None);
+        }
+        let rest = LinkStamp::of_meta(&copied).name();
+        let target = self.objects().join(LINKED_DIR).join(&rest);
+        if let Err(err) = fs::rename(&temp, &target) {
+            let _ = fs::remove_file(&temp);
+            return Err(io_err("copying into", &target)(err));
+        }
+        self.stored_since_prune
+            .fetch_add(copied.len(), Ordering::Relaxed);
+        Ok(Some(format!("{LINKED}{rest}")))
+    }
+
+    /// A linked content, checked against its stamp before and after it is
+    /// read.
+    fn linked_content(&self, key: &str) -> Result<Vec<u8>> {
+        let path = self.object_path(key);
+        let stamp = key
+            .strip_prefix(LINKED)
+            .and_then(LinkStamp::parse)
+            .ok_or_else(|| JournalError::Corrupt {
+                path: path.clone(),
+                message: "not the name of a linked content".into(),
+            })?;
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                // Sealed since the caller read its record: the seal left
+                // the hash it was stored under.
+                if let Ok(hash) = fs::read_to_string(forward_of(&path))
+                    && !is_linked(&hash)
+                {
+                    return self.content(hash.trim());
+                }
+                return Err(JournalError::MissingContent {
+                    hash: key.to_owned(),
+                });
+            }
+            Err(err) => return Err(io_err("reading", &path)(err)),
+        };
+        let check = |file: &File| -> Result<()> {
+            let meta = file.metadata().map_err(io_err("reading", &path))?;
+            if LinkStamp::of_meta(&meta) == stamp {
+                Ok(())
+            } else {
+                Err(JournalError::ChangedInPlace {
+                    key: key.to_owned(),
+                })
+            }
+        };
+        check(&file)?;
+        let mut data = Vec::with_capacity(usize::try_from(stamp.size).unwrap_or(0));
+        file.read_to_end(&mut data)
+            .map_err(io_err("reading", &path))?;
+        check(&file)?;
+        Ok(data)
+    }
+
+    /// The content stored under `hash` (or a provisional key, [`LINKED`]).
     pub fn content(&self, hash: &str) -> Result<Vec<u8>> {
+        if is_linked(hash) {
+            return self.linked_content(hash);
+        }
         let path = self.object_path(hash);
         match fs::read(&path) {
             Ok(data) => return Ok(data),
@@ -673,17 +889,42 @@ impl Journal {
         Ok(id)
     }
 
-    fn write_pending(&self, record: &CallRecord) -> Result<()> {
-        let path = self
-            .settings
-            .dir
-            .join("pending")
-            .join(record_name(record.id));
+    /// Writes a call's pending record; under [`Durability::Full`] it and
+    /// the contents `with` (and the directories holding them) are flushed
+    /// together, in parallel (the filesystem folds flushes made at once
+    /// into one commit), before the record takes its name, then its
+    /// directory is flushed.
+    fn write_pending(&self, record: &CallRecord, with: &[PathBuf]) -> Result<()> {
+        let pending = self.settings.dir.join("pending");
+        let path = pending.join(record_name(record.id));
         let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
             path: path.clone(),
             message: err.to_string(),
         })?;
-        write_replace(&path, &data, self.settings.durability == Durability::Full)
+        if self.settings.durability != Durability::Full {
+            return write_replace(&path, &data, false);
+        }
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let temp = pending.join(format!(
+            "{}.tmp.{}.{}",
+            record_name(record.id),
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| -> Result<()> {
+            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
+            let mut all = with.to_vec();
+            all.push(temp.clone());
+            flush_all(&all)?;
+            fs::rename(&temp, &path).map_err(io_err("writing", &path))?;
+            File::open(&pending)
+                .and_then(|dir| dir.sync_all())
+                .map_err(io_err("flushing", &pending))
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        written
     }
 
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
@@ -745,6 +986,15 @@ impl Journal {
         let now = disk_hash(&change.path);
         let matches = |image: &Option<Image>| match (image, &now) {
             (None, DiskState::Absent) => true,
+            // A linked content: the very file, or one with its content.
+            (Some(Image { hash: Some(h), .. }), DiskState::File(now)) if is_linked(h) => {
+                let same_file = h
+                    .strip_prefix(LINKED)
+                    .and_then(LinkStamp::parse)
+                    .zip(fs::symlink_metadata(&change.path).ok())
+                    .is_some_and(|(stamp, meta)| LinkStamp::of_meta(&meta) == stamp);
+                same_file || self.linked_content(h).is_ok_and(|data| hash(&data) == *now)
+            }
             (Some(Image { hash: Some(h), .. }), DiskState::File(now)) => h == now,
             (Some(_), DiskState::Dir) => change.op == Op::Mkdir || change.op == Op::MoveDir,
             _ => false,
@@ -838,6 +1088,16 @@ impl Journal {
             let _ = fs::remove_file(&path);
             report.calls_dropped += 1;
         }
+        {
+            // Calls filed with linked contents and not sealed (by a process
+            // that ended first): sealed by this one.
+            let mut to_seal = self.to_seal.lock().unwrap_or_else(PoisonError::into_inner);
+            for record in &records {
+                if !linked_keys(record).is_empty() {
+                    to_seal.insert(record.id);
+                }
+            }
+        }
         report.calls_kept = records.len();
         report.bytes_kept = total;
         self.since_prune.store(0, Ordering::Relaxed);
@@ -914,7 +1174,7 @@ impl Journal {
             };
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if name.contains(".tmp.") {
+                if name.contains(".tmp.") || (head_name == LINKED_DIR && name.starts_with("copy")) {
                     // A write in flight, or the leftover of a killed
                     // writer (unreferenced by construction: the record
                     // comes after the content); an hour old, the latter.
@@ -931,7 +1191,12 @@ impl Journal {
                 }
                 let tail = name.strip_suffix(".zst").unwrap_or(&name);
                 let size = entry.metadata().map_or(0, |m| m.len());
-                found.push((format!("{head_name}{tail}"), entry.path(), size));
+                let key = if head_name == LINKED_DIR {
+                    format!("{LINKED}{tail}")
+                } else {
+                    format!("{head_name}{tail}")
+                };
+                found.push((key, entry.path(), size));
             }
         }
         Ok(found)
@@ -941,9 +1206,13 @@ impl Journal {
     /// background after calls, since compressing inline would cost about
     /// as much as the write itself. Returns how many were compressed.
     pub fn compact(&self) -> Result<usize> {
+        // One pass at a time: a caller waits for the background pass
+        // (which may hold the calls it wants sealed) to end.
+        let _pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
+        self.seal()?;
         let mut done = 0;
-        for (_, path, size) in self.list_objects()? {
-            if path.extension().is_some_and(|ext| ext == "zst") || size < 512 {
+        for (key, path, size) in self.list_objects()? {
+            if path.extension().is_some_and(|ext| ext == "zst") || size < 512 || is_linked(&key) {
                 continue;
             }
             let Ok(data) = fs::read(&path) else {
@@ -968,10 +1237,122 @@ impl Journal {
         Ok(done)
     }
 
+    /// Seals the linked contents of the calls waiting for it: each is read
+    /// (checked against its stamp), hashed and stored compressed under its
+    /// hash (once per distinct content), the records name the hash in its
+    /// place, and the link goes. A content changed in place before this
+    /// (a program that rewrote the file without a rename) is lost: its
+    /// change is marked not undoable, with the reason.
+    pub fn seal(&self) -> Result<usize> {
+        let ids: Vec<u64> =
+            std::mem::take(&mut *self.to_seal.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_iter()
+                .collect();
+        let mut sealed = 0;
+        for id in ids {
+            let Some(record) = self.call(id)? else {
+                continue;
+            };
+            let keys = linked_keys(&record);
+            if keys.is_empty() {
+                continue;
+            }
+            // Read, hashed and stored outside the lock (contents are
+            // written once under their hash, so two sealers agree).
+            let mut outcome: Vec<(String, std::result::Result<String, String>)> = Vec::new();
+            for key in keys {
+                let result = match self.content(&key) {
+                    Ok(data) => Ok(self.store_packed(&data)?),
+                    Err(err @ JournalError::ChangedInPlace { .. }) => Err(err.to_string()),
+                    Err(err @ JournalError::MissingContent { .. }) => Err(err.to_string()),
+                    Err(err) => return Err(err),
+                };
+                outcome.push((key, result));
+            }
+            let _lock = self.lock()?;
+            // Read again: another process may have sealed or pruned it.
+            let path = self.settings.dir.join("calls").join(record_name(id));
+            let Some(mut record) = read_record(&path)? else {
+                continue;
+            };
+            let mut changed = false;
+            for change in &mut record.changes {
+                let ChangeRecord { change, .. } = change;
+                for side in [&mut change.before, &mut change.after]
+                    .into_iter()
+                    .flatten()
+                {
+                    let Some(key) = side.hash.clone() else {
+                        continue;
+                    };
+                    let Some((_, result)) = outcome.iter().find(|(k, _)| *k == key) else {
+                        continue;
+                    };
+                    changed = true;
+                    match result {
+                        Ok(hash) => side.hash = Some(hash.clone()),
+                        Err(reason) => {
+                            side.hash = None;
+                            change
+                                .not_undoable
+                                .get_or_insert_with(|| format!("its content was lost: {reason}"));
+                        }
+                    }
+                }
+            }
+            if changed {
+                let data = serde_json::to_vec(&record).map_err(|err| JournalError::Corrupt {
+                    path: path.clone(),
+                    message: err.to_string(),
+                })?;
+                write_replace(&path, &data, self.settings.durability == Durability::Full)?;
+                sealed += 1;
+            }
+            for (key, result) in &outcome {
+                let path = self.object_path(key);
+                // A reader that read the record before this finds the
+                // content by the hash left here (swept by the next prune,
+                // as nothing refers to it).
+                if let Ok(hash) = result {
+                    let _ = fs::write(forward_of(&path), hash);
+                }
+                let _ = fs::remove_file(&path);
+            }
+        }
+        Ok(sealed)
+    }
+
+    /// Stores `data` compressed under its hash unless it is stored;
+    /// returns the hash. Flushed under [`Durability::Full`].
+    fn store_packed(&self, data: &[u8]) -> Result<String> {
+        let hash = hash(data);
+        if self.has_content(&hash) {
+            return Ok(hash);
+        }
+        let path = self.object_path(&hash);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+        }
+        let packed = zstd::bulk::compress(data, 3).map_err(io_err("compressing", &path))?;
+        let sync = self.settings.durability == Durability::Full;
+        if packed.len() < data.len() {
+            write_replace(&path.with_extension("zst"), &packed, sync)?;
+        } else {
+            write_replace(&path, data, sync)?;
+        }
+        Ok(hash)
+    }
+
     /// Starts a compaction pass on a thread of its own unless one runs.
     fn compact_in_background(self: &Arc<Self>) {
-        // Nothing new to compress: no pass (each lists every content).
-        if self.raw_since_compact.load(Ordering::Relaxed) == 0
+        // Nothing new to compress or seal: no pass (each lists every
+        // content).
+        let to_seal = !self
+            .to_seal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty();
+        if (self.raw_since_compact.load(Ordering::Relaxed) == 0 && !to_seal)
             || self.compacting.swap(true, Ordering::AcqRel)
         {
             return;
@@ -981,6 +1362,12 @@ impl Journal {
         let spawned = std::thread::Builder::new()
             .name("journal-compact".into())
             .spawn(move || {
+                // The lowest priority: sealing and compressing a large
+                // content takes tens of milliseconds of processor time,
+                // which the tools' next calls must not wait behind. (On
+                // Linux the niceness is the thread's.) A failure leaves
+                // the priority as it was: only speed depends on it.
+                let _ = rustix::process::setpriority_process(None, 19);
                 if let Err(err) = journal.compact() {
                     tracing::warn!(%err, "journal compaction failed");
                 }
@@ -1021,6 +1408,92 @@ pub struct PruneReport {
     pub calls_kept: usize,
     /// Bytes of stored content kept.
     pub bytes_kept: u64,
+}
+
+/// Where a sealed linked content's hash is left for readers of older
+/// records.
+fn forward_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".sealed");
+    PathBuf::from(name)
+}
+
+/// The linked contents ([`LINKED`]) a record names.
+fn linked_keys(record: &CallRecord) -> Vec<String> {
+    let mut keys = Vec::new();
+    for change in &record.changes {
+        for image in [&change.change.before, &change.change.after]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(key) = &image.hash
+                && is_linked(key)
+                && !keys.contains(key)
+            {
+                keys.push(key.clone());
+            }
+        }
+    }
+    keys
+}
+
+/// Most threads one round of flushes uses: each mostly waits for the
+/// disk, and the filesystem folds flushes made at once into one commit.
+const MAX_FLUSH_THREADS: usize = 16;
+
+/// Flushes the files `paths` and the directories holding them, all at
+/// once (scoped threads over a shared index).
+fn flush_all(paths: &[PathBuf]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut all: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let files = all.len();
+    let mut dirs: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
+    dirs.sort_unstable();
+    dirs.dedup();
+    all.extend(dirs);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed: Mutex<Option<JournalError>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..all.len().min(MAX_FLUSH_THREADS) {
+            scope.spawn(|| {
+                loop {
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = all.get(at) else {
+                        break;
+                    };
+                    // A file's data (and what is needed to read it back:
+                    // a linked file whose data is on disk costs nothing),
+                    // a directory's entries.
+                    let flushed = File::open(path).and_then(|file| {
+                        if at < files {
+                            file.sync_data()
+                        } else {
+                            file.sync_all()
+                        }
+                    });
+                    match flushed {
+                        Ok(()) => {}
+                        // Swept by a prune meanwhile: the announcement
+                        // naming it is refused under the lock.
+                        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                        Err(err) => {
+                            failed
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(io_err("flushing", path)(err));
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
 }
 
 fn referenced<'a>(records: impl Iterator<Item = &'a CallRecord>) -> HashSet<String> {
@@ -1101,6 +1574,9 @@ pub fn hash(data: &[u8]) -> String {
 struct CallState {
     journal: Arc<Journal>,
     record: Mutex<CallRecord>,
+    /// Contents kept for this call and not yet flushed: the next
+    /// announcement flushes them all at once, before its record.
+    to_flush: Mutex<Vec<PathBuf>>,
 }
 
 impl std::fmt::Debug for CallState {
@@ -1140,9 +1616,60 @@ impl Recorder {
         self.0.journal.settings.max_file_bytes
     }
 
-    /// Stores a content; see [`Journal::store`].
+    /// Stores a content that exists nowhere else once the change is made
+    /// (what a file held before); flushed, under [`Durability::Full`],
+    /// with the next announcement ([`Recorder::intents`]), so many stored
+    /// for one call cost one round of flushes.
     pub fn store(&self, data: &[u8]) -> Result<String> {
-        self.0.journal.store(data)
+        let journal = &self.0.journal;
+        let hash = journal.store_unflushed(data)?;
+        if journal.settings.durability == Durability::Full {
+            self.flush_later(journal.object_path(&hash));
+        }
+        Ok(hash)
+    }
+
+    /// Keeps the file `name` of `dir` by a hard link (see
+    /// [`Journal::link`]), flushed with the next announcement when `flush`
+    /// (what the file held before a change; a new content is flushed by
+    /// the write path itself). `None`: it could not be linked.
+    pub fn link(
+        &self,
+        dir: impl std::os::fd::AsFd,
+        name: &std::ffi::OsStr,
+        stamp: LinkStamp,
+        flush: bool,
+    ) -> Result<Option<String>> {
+        let journal = &self.0.journal;
+        let key = journal.link(dir, name, stamp)?;
+        if flush
+            && journal.settings.durability == Durability::Full
+            && let Some(key) = &key
+        {
+            self.flush_later(journal.object_path(key));
+        }
+        Ok(key)
+    }
+
+    /// Keeps a kernel copy of `file` (see [`Journal::copy_in`]), flushed
+    /// with the next announcement.
+    pub fn copy_in(&self, file: &mut File) -> Result<Option<String>> {
+        let journal = &self.0.journal;
+        let key = journal.copy_in(file)?;
+        if journal.settings.durability == Durability::Full
+            && let Some(key) = &key
+        {
+            self.flush_later(journal.object_path(key));
+        }
+        Ok(key)
+    }
+
+    fn flush_later(&self, path: PathBuf) {
+        self.0
+            .to_flush
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path);
     }
 
     /// Stores a content about to be written; see
@@ -1167,7 +1694,31 @@ impl Recorder {
     /// Announces several changes at once (one flush for all).
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
         let journal = &self.0.journal;
-        let _lock = journal.lock()?;
+        // The contents are flushed with the record, before it takes its
+        // name, so a record on disk never names one that a crash could
+        // lose.
+        let to_flush = std::mem::take(
+            &mut *self
+                .0
+                .to_flush
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let keep_for_later = |to_flush: Vec<PathBuf>| {
+            // Flushed again with the next announcement.
+            self.0
+                .to_flush
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(to_flush);
+        };
+        let _lock = match journal.lock() {
+            Ok(lock) => lock,
+            Err(err) => {
+                keep_for_later(to_flush);
+                return Err(err);
+            }
+        };
         // A content found already stored (so not written again) may have
         // been swept by a prune since, before this record referred to it;
         // checked under the lock, which prunes hold, so the record never
@@ -1177,6 +1728,7 @@ impl Recorder {
                 if let Some(hash) = &image.hash
                     && !journal.has_content(hash)
                 {
+                    keep_for_later(to_flush);
                     return Err(JournalError::MissingContent { hash: hash.clone() });
                 }
             }
@@ -1193,8 +1745,10 @@ impl Recorder {
                 change,
                 state: ChangeState::Pending,
             }));
-        if let Err(err) = journal.write_pending(&record) {
+        if let Err(err) = journal.write_pending(&record, &to_flush) {
             record.changes.truncate(first);
+            drop(record);
+            keep_for_later(to_flush);
             return Err(err);
         }
         Ok((first..first + count).map(Token).collect())
@@ -1348,6 +1902,13 @@ impl CallScope {
         {
             let _lock = journal.lock()?;
             journal.finish(&record)?;
+        }
+        if !linked_keys(&record).is_empty() {
+            journal
+                .to_seal
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(record.id);
         }
         journal.since_prune.fetch_add(1, Ordering::Relaxed);
         if journal.over_bounds() {

@@ -150,14 +150,14 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
             state: ChangeState::Pending,
         }],
     };
-    journal.write_pending(&record).unwrap();
+    journal.write_pending(&record, &[]).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert_eq!(journal.ids("pending").unwrap(), vec![7]);
     // Its id is not handed out again.
     assert_eq!(journal.next_id().unwrap(), 8);
     record.pid = u32::MAX;
-    journal.write_pending(&record).unwrap();
+    journal.write_pending(&record, &[]).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert!(journal.ids("pending").unwrap().is_empty());
@@ -347,4 +347,161 @@ fn a_call_with_a_note_and_no_change_is_filed() {
     let call = journal.call(id).unwrap().unwrap();
     assert!(call.changes.is_empty());
     assert_eq!(call.notes, ["changes not looked for"]);
+}
+
+/// Replaces `path` by a rename, as the write path does, recording the
+/// file it replaced by a link: returns the call's id and the link's key.
+fn record_linked_replace(journal: &Arc<Journal>, path: &Path, new: &[u8]) -> (u64, String) {
+    let scope = journal.begin("edit_file", "default", "local");
+    let recorder = current().unwrap();
+    let parent = File::open(path.parent().unwrap()).unwrap();
+    let name = path.file_name().unwrap();
+    let stamp = LinkStamp::of_meta(&fs::metadata(path).unwrap());
+    let key = recorder.link(&parent, name, stamp, true).unwrap().unwrap();
+    assert!(is_linked(&key), "{key}");
+    let after = recorder.store_after(new).unwrap();
+    let change = Change::new(
+        path,
+        Op::Modify,
+        Some(Image::stored(key.clone(), 0o644, stamp.size)),
+        Some(Image::stored(after, 0o644, new.len() as u64)),
+    );
+    let token = recorder.intent(change).unwrap();
+    let temp = path.with_extension("tmp");
+    fs::write(&temp, new).unwrap();
+    fs::rename(&temp, path).unwrap();
+    recorder.done(token);
+    (scope.finish().unwrap().unwrap(), key)
+}
+
+#[test]
+fn a_linked_content_is_read_back_then_sealed_under_its_hash_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("big.txt");
+    let old = "line of the old file\n".repeat(5000);
+    fs::write(&file, &old).unwrap();
+    let (id, key) = record_linked_replace(&journal, &file, b"new\n");
+    // Before the seal: the link holds what the file held.
+    assert_eq!(journal.content(&key).unwrap(), old.as_bytes());
+    // The same content kept again by another call: one stored copy after.
+    let other = dir.path().join("other.txt");
+    fs::write(&other, &old).unwrap();
+    let (second, other_key) = record_linked_replace(&journal, &other, b"x\n");
+    journal.compact().unwrap();
+    for id in [id, second] {
+        let call = journal.call(id).unwrap().unwrap();
+        let before = call.changes[0].change.before.as_ref().unwrap();
+        assert_eq!(before.hash.as_deref(), Some(hash(old.as_bytes()).as_str()));
+        assert_eq!(call.changes[0].change.not_undoable, None);
+    }
+    assert_eq!(
+        journal.content(&hash(old.as_bytes())).unwrap(),
+        old.as_bytes()
+    );
+    // The links are gone; a reader of the older record is sent on to the
+    // hash until the next prune sweeps the forward.
+    assert_eq!(journal.content(&key).unwrap(), old.as_bytes());
+    assert_eq!(journal.content(&other_key).unwrap(), old.as_bytes());
+    journal.prune().unwrap();
+    assert!(matches!(
+        journal.content(&key),
+        Err(JournalError::MissingContent { .. })
+    ));
+    // The content is stored once, compressed.
+    let stored: Vec<_> = journal
+        .list_objects()
+        .unwrap()
+        .into_iter()
+        .filter(|(k, _, _)| *k == hash(old.as_bytes()))
+        .collect();
+    assert_eq!(stored.len(), 1);
+    assert!(stored[0].2 < old.len() as u64 / 10, "{stored:?}");
+}
+
+#[test]
+fn a_linked_content_changed_in_place_is_reported_lost_never_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("big.txt");
+    fs::write(&file, "a".repeat(100_000)).unwrap();
+    // A second name of the user's for the same file, which a program then
+    // writes in place.
+    let alias = dir.path().join("alias.txt");
+    fs::hard_link(&file, &alias).unwrap();
+    let (id, key) = record_linked_replace(&journal, &file, b"new\n");
+    {
+        let mut out = OpenOptions::new().write(true).open(&alias).unwrap();
+        out.write_all(b"bbbb").unwrap();
+        out.set_modified(SystemTime::now() + Duration::from_secs(5))
+            .unwrap();
+    }
+    assert!(matches!(
+        journal.content(&key),
+        Err(JournalError::ChangedInPlace { .. })
+    ));
+    journal.compact().unwrap();
+    let call = journal.call(id).unwrap().unwrap();
+    let change = &call.changes[0].change;
+    assert_eq!(change.before.as_ref().unwrap().hash, None);
+    let reason = change.not_undoable.as_deref().unwrap();
+    assert!(reason.contains("changed in place"), "{reason}");
+}
+
+#[test]
+fn an_interrupted_change_with_linked_contents_is_resolved_by_the_file_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = settings(dir.path());
+    let file = dir.path().join("big.txt");
+    let old = "o".repeat(100_000);
+    let new = "n".repeat(100_000);
+    fs::write(&file, &old).unwrap();
+    let temp = dir.path().join("big.tmp");
+    fs::write(&temp, &new).unwrap();
+    {
+        let journal = Journal::open(state.clone()).unwrap();
+        let scope = journal.begin("edit_file", "default", "local");
+        let recorder = current().unwrap();
+        let parent = File::open(dir.path()).unwrap();
+        let before = recorder
+            .link(
+                &parent,
+                file.file_name().unwrap(),
+                LinkStamp::of_meta(&fs::metadata(&file).unwrap()),
+                true,
+            )
+            .unwrap()
+            .unwrap();
+        let after = recorder
+            .link(
+                &parent,
+                temp.file_name().unwrap(),
+                LinkStamp::of_meta(&fs::metadata(&temp).unwrap()),
+                false,
+            )
+            .unwrap()
+            .unwrap();
+        let change = Change::new(
+            &file,
+            Op::Modify,
+            Some(Image::stored(before, 0o644, 100_000)),
+            Some(Image::stored(after, 0o644, 100_000)),
+        );
+        recorder.intent(change).unwrap();
+        fs::rename(&temp, &file).unwrap();
+        // The process dies here: the record stays pending.
+        std::mem::forget(scope);
+    }
+    // A pending record of this very process counts as dead at open.
+    let journal = Journal::open(state).unwrap();
+    let calls = journal.calls().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].changes[0].state, ChangeState::Done);
+    journal.compact().unwrap();
+    let call = journal.call(calls[0].id).unwrap().unwrap();
+    let before = call.changes[0].change.before.as_ref().unwrap();
+    assert_eq!(
+        journal.content(before.hash.as_ref().unwrap()).unwrap(),
+        old.as_bytes()
+    );
 }

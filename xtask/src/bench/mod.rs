@@ -20,6 +20,7 @@ mod grep_files;
 mod http;
 mod index;
 mod jobs;
+mod journal;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -152,6 +153,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Http) {
         emit(http::http(&ctx)?);
+    }
+    if args.wants(Group::Journal) {
+        for table in journal::journal(&ctx)? {
+            emit(table);
+        }
     }
 
     let out = match &args.out {
