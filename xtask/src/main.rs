@@ -118,6 +118,9 @@ pub enum Group {
     /// read_file over Streamable HTTP vs rmcp's minimal HTTP server, and
     /// calls per second from 16 clients at once.
     Http,
+    /// edit_file of a file no language server handles with `--lsp` vs
+    /// without (what the servers' hook costs such a write).
+    Lsp,
 }
 
 impl BenchArgs {

@@ -20,6 +20,7 @@ mod grep_files;
 mod http;
 mod index;
 mod jobs;
+mod lsp;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -152,6 +153,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.wants(Group::Http) {
         emit(http::http(&ctx)?);
+    }
+    if args.wants(Group::Lsp) {
+        emit(lsp::lsp(&ctx)?);
     }
 
     let out = match &args.out {
