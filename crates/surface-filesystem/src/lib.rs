@@ -495,8 +495,11 @@ pub(crate) fn diagnostics_of_many(
     written: &[(usize, &str)],
     call: &CallContext,
 ) -> Vec<(usize, String)> {
+    /// An allowed directory and the files written beneath it, each with
+    /// its index in the answer.
+    type Group = (Arc<Root>, Vec<(usize, ConfinedPath)>);
     // Grouped by the directory that holds them: each has its own servers.
-    let mut groups: Vec<(Arc<Root>, Vec<(usize, ConfinedPath)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for &(at, raw) in written {
         let Ok((root, path)) = roots.resolve(raw, Need::Read) else {
             continue;
