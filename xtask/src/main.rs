@@ -122,6 +122,9 @@ pub enum Group {
     /// apply_patch of real commits, disk per MB changed, undo of a 50-file
     /// patch, and commands' change detection per bash call.
     Journal,
+    /// edit_file of a file no language server handles with `--lsp` vs
+    /// without (what the servers' hook costs such a write).
+    Lsp,
 }
 
 impl BenchArgs {

@@ -50,10 +50,23 @@ pub struct LspSettings {
 #[derive(Debug)]
 enum Phase {
     Idle,
-    Starting { conn: Arc<Connection>, init: i64 },
-    Ready { conn: Arc<Connection>, pull: bool },
-    Crashed { at: Instant, reason: String },
-    Disabled { reason: String },
+    Starting {
+        conn: Arc<Connection>,
+        init: i64,
+    },
+    Ready {
+        conn: Arc<Connection>,
+        pull: bool,
+        /// The capabilities it announced in its `initialize` answer.
+        capabilities: Arc<Value>,
+    },
+    Crashed {
+        at: Instant,
+        reason: String,
+    },
+    Disabled {
+        reason: String,
+    },
 }
 
 #[derive(Debug)]
@@ -465,6 +478,22 @@ impl LspClient {
         params: impl FnOnce(&str) -> Value,
         cancel: &AtomicBool,
     ) -> Result<Value, RequestError> {
+        self.request_if_offered(path, method, |_| true, params, cancel)
+            .map(Option::unwrap_or_default)
+    }
+
+    /// As [`request`](Self::request), but only when `offered` finds the
+    /// request among the capabilities the server announced (its
+    /// `initialize` answer's `capabilities`); `Ok(None)` when it is not
+    /// (the file is opened and brought up to date all the same).
+    pub fn request_if_offered(
+        &self,
+        path: &Path,
+        method: &str,
+        offered: impl FnOnce(&Value) -> bool,
+        params: impl FnOnce(&str) -> Value,
+        cancel: &AtomicBool,
+    ) -> Result<Option<Value>, RequestError> {
         let index = self.slot_index(path).ok_or_else(|| no_server(path))?;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         let cancelled = || cancel.load(Ordering::Relaxed);
@@ -490,10 +519,17 @@ impl LspClient {
             let note = self.crashed(&mut slot, err.to_string());
             return Err(RequestError::NotReady { server, note });
         }
+        let is_offered = match &slot.phase {
+            Phase::Ready { capabilities, .. } => offered(capabilities),
+            _ => offered(&Value::Null),
+        };
         drop(slot);
+        if !is_offered {
+            return Ok(None);
+        }
         let uri = path_to_uri(path);
         match conn.request(method, params(&uri), deadline, &cancelled) {
-            Ok(value) => Ok(value),
+            Ok(value) => Ok(Some(value)),
             Err(err @ LspError::Exited { .. }) => {
                 let note = self.failed(index, &conn, err);
                 Err(RequestError::NotReady { server, note })
@@ -669,6 +705,7 @@ impl LspClient {
         slot.phase = Phase::Ready {
             conn: conn.clone(),
             pull,
+            capabilities: Arc::new(caps.cloned().unwrap_or(Value::Null)),
         };
         // Documents tracked before (or before a crash) are opened again.
         let generation = slot.generation;
@@ -999,6 +1036,9 @@ fn initialize_params(root: &Path, spec: &ServerSpec) -> Value {
                 "references": {},
                 "hover": {"contentFormat": ["plaintext", "markdown"]},
                 "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+                // prepareRename is asked first where offered: a position that
+                // cannot be renamed is refused before any edit is computed.
+                "rename": {"dynamicRegistration": false, "prepareSupport": true},
                 "callHierarchy": {}
             },
             "experimental": {"serverStatusNotification": true}

@@ -8,13 +8,17 @@ FAKE_LSP_MODE picks the behaviour:
   crash     exit with code 3 (after a stderr line) on the first didOpen
   noinit    never answer initialize
   slowinit  answer initialize after 1.5 s
+  noprepare as normal, but without textDocument/prepareRename
 textDocument/rename renames every whole-word occurrence in the open
 documents, unless newName says otherwise: REFUSED answers an error,
 NOTHING answers null, OUTSIDE adds an edit of a file outside any workspace,
-CREATE answers a file creation.
+CREATE answers a file creation. textDocument/prepareRename (offered unless
+the mode is noprepare) answers null for the word `fixed`, an error for
+`locked`, else the word's range.
 A line containing ERROR gets an error at that column (code E1), WARN a
 warning. FAKE_LSP_PIDS, when set, names a file this process appends its pid
-to.
+to. FAKE_LSP_LOG, when set, names a file this process appends a line
+`method uri` to for every message about a document it receives.
 """
 import json
 import os
@@ -86,6 +90,9 @@ while True:
     msg = read()
     method = msg.get("method")
     params = msg.get("params") or {}
+    if os.environ.get("FAKE_LSP_LOG") and method and "textDocument" in params:
+        with open(os.environ["FAKE_LSP_LOG"], "a") as f:
+            f.write(f"{method} {params['textDocument']['uri']}\n")
     if method == "initialize":
         if MODE == "noinit":
             continue
@@ -96,7 +103,8 @@ while True:
               "params": {"items": [{"section": "fake"}]}})
         caps = {"textDocumentSync": 1, "definitionProvider": True, "referencesProvider": True,
                 "hoverProvider": True, "documentSymbolProvider": True,
-                "workspaceSymbolProvider": True, "renameProvider": True}
+                "workspaceSymbolProvider": True,
+                "renameProvider": True if MODE == "noprepare" else {"prepareProvider": True}}
         if MODE == "pull":
             caps["diagnosticProvider"] = {"interFileDependencies": False,
                                           "workspaceDiagnostics": False}
@@ -140,6 +148,24 @@ while True:
         uri = next(iter(docs), "file:///nowhere")
         send({"jsonrpc": "2.0", "id": msg["id"], "result": [
             {"name": params.get("query", ""), "kind": 12, "location": loc(uri, 0, 4)}]})
+    elif method == "textDocument/prepareRename":
+        uri = params["textDocument"]["uri"]
+        p = params["position"]
+        line = docs.get(uri, "").split("\n")[p["line"]]
+        found = None
+        for m in re.finditer(r"\w+", line):
+            if m.start() <= p["character"] <= m.end():
+                found = m
+                break
+        if found and found.group(0) == "locked":
+            send({"jsonrpc": "2.0", "id": msg["id"],
+                  "error": {"code": -32803, "message": "this symbol is locked"}})
+        elif found is None or found.group(0) == "fixed":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+        else:
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "start": {"line": p["line"], "character": found.start()},
+                "end": {"line": p["line"], "character": found.end()}}})
     elif method == "textDocument/rename":
         uri = params["textDocument"]["uri"]
         new = params["newName"]

@@ -175,7 +175,14 @@ pub(crate) fn notebook_edit(
     if let Some(seen) = seen {
         session.record(path.abs(), seen);
     }
-    Ok(message)
+    // A notebook is a file written like any other: a server configured for
+    // `.ipynb` gets its new text, and its new diagnostics follow.
+    Ok(crate::diagnostics::after_write(
+        services,
+        path.abs(),
+        message,
+        call,
+    ))
 }
 
 /// Applies the edit to the parsed notebook; the answer's text.

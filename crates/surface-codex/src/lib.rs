@@ -138,13 +138,8 @@ fn apply_patch(
 ) -> ToolResult<String> {
     let (patch, report) = agent_tools_surface_default::apply_patch_text(services, &args.input)?;
     // With --lsp, the written files' diagnostics follow, as on the default
-    // surface.
-    let written: Vec<&str> = patch
-        .files
-        .iter()
-        .filter_map(|file| file.new_path.as_deref())
-        .collect();
-    Ok(services.with_diagnostics(patch_summary(&report), &written, call.cancel.flag()))
+    // surface (and removed files are forgotten by their servers).
+    Ok(services.after_patch(patch_summary(&report), &patch, call.cancel.flag()))
 }
 
 /// codex's summary (added, then modified, then deleted; a move listed as

@@ -113,4 +113,9 @@ pub(crate) struct RenameSymbolArgs {
     /// Show the change as a diff and write nothing (default false).
     #[serde(default)]
     pub(crate) dry_run: bool,
+    /// Also change files the project ignores (.gitignore, .ignore, the git
+    /// excludes) when the server's edit names them; without it such a
+    /// rename is refused whole, naming them (default false).
+    #[serde(default)]
+    pub(crate) include_ignored: bool,
 }

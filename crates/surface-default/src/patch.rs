@@ -42,13 +42,7 @@ pub(crate) fn apply_patch_tool() -> ToolDef<Services> {
 fn apply_patch(services: &Services, text: &str, cancel: &AtomicBool) -> ToolResult<String> {
     let (patch, report) = apply_patch_text(services, text)?;
     let answer = summarize(&patch, &report.to_string());
-    // Every file the patch left in place (added, changed or moved to).
-    let written: Vec<&str> = patch
-        .files
-        .iter()
-        .filter_map(|file| file.new_path.as_deref())
-        .collect();
-    Ok(services.with_diagnostics(answer, &written, cancel))
+    Ok(services.after_patch(answer, &patch, cancel))
 }
 
 /// Applies `text` (a unified diff or a `*** Begin Patch` patch) to the

@@ -1,16 +1,19 @@
 //! `rename_symbol`: a language server's rename, applied to every file it
 //! names all or nothing (`--lsp`).
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use agent_tools::{ToolDef, ToolError, ToolResult};
-use agent_tools_confine::ConfinedPath;
+use agent_tools_confine::{ConfinedPath, Workspace};
 use agent_tools_error::ErrorCode;
 use agent_tools_lsp::edit::{EditError, TextEdit, apply_edits, file_edits};
 use agent_tools_lsp::{LspError, RequestError};
-use serde_json::json;
+use agent_tools_walk::open_subdir;
+use agent_tools_walk::rules::{global_excludes_bytes, global_rules, is_ignored, join, level_for};
+use serde_json::{Value, json};
 
 use crate::args::RenameSymbolArgs;
 use crate::lsp::{answer_failure, position_at};
@@ -22,8 +25,10 @@ const RENAME_SYMBOL: &str = "Rename a symbol everywhere the project's language s
 is addressed as lsp does: path, line (1-based) and symbol as written on that line (column only to pick \
 between occurrences). new_name is the new identifier. dry_run: true answers the unified diff of every \
 file and writes nothing. The answer lists the files changed with their edit counts, then the \
-diagnostics of the files written. A rename that would change a file outside the workspace, or create, \
-move or delete files, is refused whole.";
+diagnostics of the files written. A position the server says cannot be renamed (a keyword, a library's \
+symbol) is refused. A rename that would change a file outside the workspace, or create, move or delete \
+files, is refused whole; so is one that would change files the project ignores (.gitignore), naming \
+them, unless include_ignored is true.";
 
 /// `rename_symbol`, offered only with `--lsp`.
 pub(crate) fn rename_tool() -> ToolDef<Services> {
@@ -67,6 +72,37 @@ fn run(services: &Services, args: &RenameSymbolArgs, cancel: &AtomicBool) -> Too
         args.column,
         target.display(),
     )?;
+    let position = json!({"line": line, "character": character});
+    // Where the server offers it, it is first asked whether the position
+    // can be renamed at all: a keyword, a literal or a symbol of a library
+    // is refused in the server's words rather than by an odd or empty edit.
+    let prepared = client.request_if_offered(
+        &path,
+        "textDocument/prepareRename",
+        |caps| caps["renameProvider"]["prepareProvider"] == Value::Bool(true),
+        |uri| json!({"textDocument": {"uri": uri}, "position": position}),
+        cancel,
+    );
+    match prepared {
+        // Not offered, or a range (with or without a placeholder) or the
+        // default behaviour: the position can be renamed.
+        Ok(None) => {}
+        Ok(Some(Value::Null)) => {
+            return Err(ToolError::invalid_input(format!(
+                "{}:{}: the language server says `{}` cannot be renamed there (a keyword, a \
+                 literal, or a symbol defined outside the project; a server still analysing the \
+                 project may answer so too: try again shortly); nothing was changed",
+                target.display(),
+                args.line,
+                args.symbol
+            )));
+        }
+        Ok(Some(_)) => {}
+        Err(RequestError::Lsp(LspError::Server { message, .. })) => {
+            return Err(refused(&args.symbol, &message));
+        }
+        Err(err) => return answer_failure(err),
+    }
     let answer = client.request(
         &path,
         "textDocument/rename",
@@ -80,10 +116,7 @@ fn run(services: &Services, args: &RenameSymbolArgs, cancel: &AtomicBool) -> Too
     let edit = match answer {
         Ok(edit) => edit,
         Err(RequestError::Lsp(LspError::Server { message, .. })) => {
-            return Err(ToolError::invalid_input(format!(
-                "the language server refused to rename `{}`: {message}",
-                args.symbol
-            )));
+            return Err(refused(&args.symbol, &message));
         }
         Err(err) => return answer_failure(err),
     };
@@ -105,6 +138,9 @@ fn run(services: &Services, args: &RenameSymbolArgs, cancel: &AtomicBool) -> Too
     let targets = targets(services, file_edits(&edit).map_err(|err| edit_error(&err))?)?;
     if targets.iter().all(|t| t.edits() == 0) {
         return Err(nothing());
+    }
+    if !args.include_ignored {
+        refuse_ignored(services, &targets)?;
     }
     let paths: Vec<ConfinedPath> = targets.iter().map(|t| t.path.clone()).collect();
     let pairs = rewrite_files(services, &paths, args.dry_run, |contents| {
@@ -193,6 +229,13 @@ fn run(services: &Services, args: &RenameSymbolArgs, cancel: &AtomicBool) -> Too
     Ok(services.with_diagnostics(out, &written, cancel))
 }
 
+/// The server's refusal (an error answer), in its words.
+fn refused(symbol: &str, message: &str) -> ToolError {
+    ToolError::invalid_input(format!(
+        "the language server refused to rename `{symbol}`: {message}; nothing was changed"
+    ))
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -225,6 +268,82 @@ fn targets(
         }
     }
     Ok(targets)
+}
+
+/// The most ignored files a refusal names one by one.
+const MAX_NAMED_IGNORED: usize = 5;
+
+/// Refuses the whole rename when the server's edit would change files the
+/// project's ignore rules leave out (build output, vendored or generated
+/// code, a virtual environment): the model asked for its source to change,
+/// and a search or a commit would not show these. It names them, and how to
+/// go ahead when they are meant.
+fn refuse_ignored(services: &Services, targets: &[Target]) -> ToolResult<()> {
+    let workspace = services.files.workspace();
+    let global = global_excludes_bytes();
+    let ignored: Vec<&str> = targets
+        .iter()
+        .filter(|t| t.edits() > 0 && is_ignored_file(workspace, &t.path, global.as_deref()))
+        .map(|t| t.path.display())
+        .collect();
+    if ignored.is_empty() {
+        return Ok(());
+    }
+    let mut named = ignored
+        .iter()
+        .take(MAX_NAMED_IGNORED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ignored.len() > MAX_NAMED_IGNORED {
+        let _ = write!(named, " and {} more", ignored.len() - MAX_NAMED_IGNORED);
+    }
+    Err(ToolError::invalid_input(format!(
+        "the rename would also change {} file{} the project ignores (.gitignore, .ignore or the \
+         git excludes): {named}; nothing was changed. If they should change too, call again \
+         with include_ignored: true",
+        ignored.len(),
+        plural(ignored.len())
+    )))
+}
+
+/// Whether `path` is ignored as the project's walk sees it: by the ignore
+/// rules of the directories from the root down, or by the global excludes,
+/// itself or through a directory above it.
+fn is_ignored_file(
+    workspace: &Workspace,
+    path: &ConfinedPath,
+    global_excludes: Option<&[u8]>,
+) -> bool {
+    let global = global_rules(global_excludes);
+    let global = global.as_ref();
+    let Some(rel) = path.rel().to_str() else {
+        return false;
+    };
+    let Ok(mut dir) = workspace.base_dir().try_clone() else {
+        return false;
+    };
+    let mut troubles = Vec::new();
+    let mut level = level_for(&dir, "", None, &mut troubles);
+    let mut dir_rel = String::new();
+    let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    let Some(_name) = parts.pop() else {
+        return false;
+    };
+    for part in parts {
+        let next = join(&dir_rel, part);
+        if is_ignored(level.as_deref(), global, &next, true) {
+            return true;
+        }
+        dir = match open_subdir(&dir, OsStr::new(part)) {
+            Ok(opened) => opened,
+            // A directory that cannot be opened has no rules to read.
+            Err(_) => break,
+        };
+        level = level_for(&dir, &next, level, &mut troubles);
+        dir_rel = next;
+    }
+    is_ignored(level.as_deref(), global, rel, false)
 }
 
 fn resolve_abs(services: &Services, path: &Path) -> ToolResult<ConfinedPath> {

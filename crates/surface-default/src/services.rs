@@ -90,6 +90,50 @@ impl Services {
         }
     }
 
+    /// After files were deleted or moved away (as the tool named them):
+    /// their servers forget them (`didClose`), so no answer or diagnostic
+    /// is given for text that is no longer there.
+    pub fn forget_removed(&self, removed: &[&str]) {
+        let Some(lsp) = self.lsp() else {
+            return;
+        };
+        let workspace = self.files.workspace();
+        for path in removed {
+            if let Ok(path) = workspace.resolve(path) {
+                lsp.closed(path.abs());
+            }
+        }
+    }
+
+    /// After a patch was applied: the files it removed (deleted, or moved
+    /// away from) are forgotten by their servers, and `answer` gets the
+    /// diagnostics of every file it left in place (added, changed or moved
+    /// to), as [`with_diagnostics`](Self::with_diagnostics).
+    pub fn after_patch(
+        &self,
+        answer: String,
+        patch: &agent_tools_patch::Patch,
+        cancel: &AtomicBool,
+    ) -> String {
+        let removed: Vec<&str> = patch
+            .files
+            .iter()
+            .filter(|file| file.operation != agent_tools_patch::Operation::Copy)
+            .filter_map(|file| match (&file.old_path, &file.new_path) {
+                (Some(old), Some(new)) if old == new => None,
+                (Some(old), _) => Some(old.as_str()),
+                (None, _) => None,
+            })
+            .collect();
+        self.forget_removed(&removed);
+        let written: Vec<&str> = patch
+            .files
+            .iter()
+            .filter_map(|file| file.new_path.as_deref())
+            .collect();
+        self.with_diagnostics(answer, &written, cancel)
+    }
+
     /// `answer` with the diagnostics blocks of the files written appended
     /// (see [`Report::render_plain`]), each after a blank line.
     pub fn with_diagnostics(

@@ -95,23 +95,34 @@ pub(crate) fn edit_files(
             targets.len()
         )));
     }
-    let items = targets
+    let mut written = Vec::new();
+    let mut texts: Vec<String> = targets
         .iter()
-        .map(|target| {
-            Content::Text(
-                match edit_one(roots, target, &args.edits, args.dry_run, call.cancel.flag()) {
-                    Ok(text) if text == NO_CHANGES => format!("{target}: {text}"),
-                    Ok(text) => text,
-                    Err(err) => format!(
-                        "{target}: [error {}] {}",
-                        rpc_code(err.code()),
-                        err.message()
-                    ),
-                },
-            )
+        .enumerate()
+        .map(|(at, target)| {
+            match edit_one(roots, target, &args.edits, args.dry_run, call.cancel.flag()) {
+                Ok(text) if text == NO_CHANGES => format!("{target}: {text}"),
+                Ok(text) => {
+                    if !args.dry_run {
+                        written.push((at, target.as_str()));
+                    }
+                    text
+                }
+                Err(err) => format!(
+                    "{target}: [error {}] {}",
+                    rpc_code(err.code()),
+                    err.message()
+                ),
+            }
         })
         .collect();
-    Ok(Reply::items(items))
+    // With --lsp each file written gets its diagnostics in its own item,
+    // all files checked at once (the call waits one deadline).
+    for (at, block) in crate::diagnostics_of_many(roots, &written, call) {
+        texts[at].push_str("\n\n");
+        texts[at].push_str(&block);
+    }
+    Ok(Reply::items(texts.into_iter().map(Content::Text).collect()))
 }
 
 /// Whether a `paths` entry is a glob pattern (the seed's characters).

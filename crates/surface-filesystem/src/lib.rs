@@ -25,6 +25,7 @@ mod shell;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::args::{MoveArgs, NoArgs, PathArgs, ReadMultipleArgs, WriteArgs};
 use agent_tools::{
@@ -484,6 +485,48 @@ pub(crate) fn with_diagnostics(
     out
 }
 
+/// The diagnostics blocks of several files just written (each given by
+/// its index in the answer and its path as the model named it), in the
+/// form of [`with_diagnostics`]: per allowed directory, its files checked
+/// at once, so the call waits one deadline however many files it wrote.
+/// A file no server handles (or one that no longer resolves) gets none.
+pub(crate) fn diagnostics_of_many(
+    roots: &Roots,
+    written: &[(usize, &str)],
+    call: &CallContext,
+) -> Vec<(usize, String)> {
+    /// An allowed directory and the files written beneath it, each with
+    /// its index in the answer.
+    type Group = (Arc<Root>, Vec<(usize, ConfinedPath)>);
+    // Grouped by the directory that holds them: each has its own servers.
+    let mut groups: Vec<Group> = Vec::new();
+    for &(at, raw) in written {
+        let Ok((root, path)) = roots.resolve(raw, Need::Read) else {
+            continue;
+        };
+        if root.services().lsp().is_none() {
+            continue;
+        }
+        match groups.iter_mut().find(|(r, _)| Arc::ptr_eq(r, &root)) {
+            Some((_, files)) => files.push((at, path)),
+            None => groups.push((root, vec![(at, path)])),
+        }
+    }
+    let mut blocks = Vec::new();
+    for (root, files) in groups {
+        let names: Vec<&str> = files.iter().map(|(_, path)| path.display()).collect();
+        let reports = root
+            .services()
+            .diagnostics_after_write(&names, call.cancel.flag());
+        for report in reports {
+            if let Some((at, path)) = files.iter().find(|(_, path)| path.abs() == report.path) {
+                blocks.push((*at, report.render_plain(&root.shown(path))));
+            }
+        }
+    }
+    blocks
+}
+
 fn create_directory(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<String> {
     let (root, path) = roots.resolve(&args.path, Need::Write)?;
     create_dirs(root.workspace(), &path)?;
@@ -659,6 +702,10 @@ fn delete_file(roots: &Roots, args: PathArgs, _: &CallContext) -> ToolResult<Str
     } else {
         // Through the write path, so the undo journal sees it.
         agent_tools_fs::remove_seen(ws, &path, None)?;
+        // Its server forgets it (a directory removed is not walked).
+        if let Some(lsp) = root.services().lsp() {
+            lsp.closed(path.abs());
+        }
     }
     Ok(format!("Successfully deleted {}", args.path))
 }

@@ -21,6 +21,7 @@ mod http;
 mod index;
 mod jobs;
 mod journal;
+mod lsp;
 mod mcp;
 mod patch;
 mod sandbox;
@@ -158,6 +159,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         for table in journal::journal(&ctx)? {
             emit(table);
         }
+    }
+    if args.wants(Group::Lsp) {
+        emit(lsp::lsp(&ctx)?);
     }
 
     let out = match &args.out {

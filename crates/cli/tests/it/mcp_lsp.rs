@@ -32,13 +32,40 @@ impl Setup {
         self.side.path().join("pids")
     }
 
+    /// The file the fake servers log the document notifications they get to.
+    fn log_file(&self) -> PathBuf {
+        self.side.path().join("log")
+    }
+
+    /// The document notifications the fake servers got, as `method uri`.
+    fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.log_file())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// `--lsp --lsp-config FILE` for the fake server in `mode` on `.fk`.
     fn fake_args(&self, mode: &str, extra: &[&str]) -> Vec<String> {
+        self.fake_args_on(mode, &[".fk"], extra)
+    }
+
+    /// As [`fake_args`](Self::fake_args), the fake server handling `extensions`.
+    fn fake_args_on(&self, mode: &str, extensions: &[&str], extra: &[&str]) -> Vec<String> {
         let config = self.side.path().join("lsp.json");
+        let languages: serde_json::Map<String, serde_json::Value> = extensions
+            .iter()
+            .map(|ext| ((*ext).to_owned(), json!("fake")))
+            .collect();
         let entry = json!({"fake": {
             "command": FAKE,
-            "extensionToLanguage": {".fk": "fake"},
-            "env": {"FAKE_LSP_MODE": mode, "FAKE_LSP_PIDS": self.pids_file()},
+            "extensionToLanguage": languages,
+            "env": {
+                "FAKE_LSP_MODE": mode,
+                "FAKE_LSP_PIDS": self.pids_file(),
+                "FAKE_LSP_LOG": self.log_file(),
+            },
             "maxRestarts": 1,
         }});
         std::fs::write(&config, entry.to_string()).unwrap();
@@ -388,6 +415,129 @@ fn lsp_rename_symbol_refusals_change_nothing() {
     client.shutdown();
 }
 
+#[test]
+fn lsp_rename_symbol_asks_prepare_rename_first_where_offered() {
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    let original = "fixed = 1\nlocked = fixed\n";
+    std::fs::write(&file, original).unwrap();
+    let uri = format!("file://{}", file.canonicalize().unwrap().display());
+    let mut client = setup.start_fake("normal");
+    let cases = [
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "fixed", "new_name": "x"}),
+            "b.fk:2: the language server says `fixed` cannot be renamed there",
+        ),
+        (
+            json!({"path": "b.fk", "line": 2, "symbol": "locked", "new_name": "x"}),
+            "the language server refused to rename `locked`: this symbol is locked; nothing was changed",
+        ),
+    ];
+    for (args, message) in cases {
+        let (is_error, text) = rename(&mut client, args.clone());
+        assert!(is_error, "{args}: {text}");
+        let envelope: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(envelope["error"], "invalid_input", "{args}: {text}");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(message),
+            "{args}: {text}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{args}");
+    }
+    let log = setup.log();
+    assert!(
+        log.contains(&format!("textDocument/prepareRename {uri}")),
+        "{log:?}"
+    );
+    // Refused at the prepare step: the rename itself was never asked.
+    assert!(
+        !log.contains(&format!("textDocument/rename {uri}")),
+        "{log:?}"
+    );
+    client.shutdown();
+
+    // A server that does not offer it is asked the rename directly.
+    let setup = Setup::new();
+    let file = setup.dir.path().join("b.fk");
+    std::fs::write(&file, original).unwrap();
+    let args = setup.fake_args("noprepare", &[]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "fixed", "new_name": "y"}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "y = 1\nlocked = y\n"
+    );
+    assert!(
+        !setup
+            .log()
+            .iter()
+            .any(|l| l.starts_with("textDocument/prepareRename")),
+        "{:?}",
+        setup.log()
+    );
+    client.shutdown();
+}
+
+#[test]
+fn lsp_rename_symbol_refuses_ignored_files_unless_asked() {
+    let setup = Setup::new();
+    let root = setup.dir.path();
+    std::fs::create_dir(root.join("gen")).unwrap();
+    std::fs::write(root.join(".gitignore"), "gen/\n").unwrap();
+    let source = "def helper\nhelper()\n";
+    std::fs::write(root.join("b.fk"), source).unwrap();
+    std::fs::write(root.join("gen/c.fk"), source).unwrap();
+    let mut client = setup.start_fake("normal");
+    // The fake server renames in every open document: open the ignored one.
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "gen/c.fk"}),
+    );
+    assert!(!is_error, "{text}");
+    for dry_run in [true, false] {
+        let (is_error, text) = rename(
+            &mut client,
+            json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist", "dry_run": dry_run}),
+        );
+        assert!(is_error, "{text}");
+        let envelope: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(envelope["error"], "invalid_input", "{text}");
+        assert!(
+            envelope["message"].as_str().unwrap().contains(
+                "the rename would also change 1 file the project ignores (.gitignore, .ignore or the git excludes): gen/c.fk; nothing was changed. If they should change too, call again with include_ignored: true"
+            ),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("b.fk")).unwrap(), source);
+        assert_eq!(
+            std::fs::read_to_string(root.join("gen/c.fk")).unwrap(),
+            source
+        );
+    }
+    let (is_error, text) = rename(
+        &mut client,
+        json!({"path": "b.fk", "line": 2, "symbol": "helper", "new_name": "assist", "include_ignored": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with(
+            "renamed `helper` to `assist`: 4 edits in 2 files\nb.fk: 2 edits\ngen/c.fk: 2 edits\n"
+        ),
+        "{text}"
+    );
+    let renamed = "def assist\nassist()\n";
+    assert_eq!(std::fs::read_to_string(root.join("b.fk")).unwrap(), renamed);
+    assert_eq!(
+        std::fs::read_to_string(root.join("gen/c.fk")).unwrap(),
+        renamed
+    );
+    client.shutdown();
+}
+
 // ---- real servers -------------------------------------------------------
 
 /// The folder holding `pyright-langserver` and `typescript-language-server`
@@ -707,6 +857,152 @@ fn lsp_codex_patches_carry_the_diagnostics_too() {
     client.shutdown();
 }
 
+#[test]
+fn lsp_filesystem_edit_files_reports_each_files_diagnostics_in_its_item() {
+    let setup = Setup::new();
+    let root = setup.dir.path();
+    for name in ["one.fk", "two.fk", "notes.txt"] {
+        std::fs::write(root.join(name), "value = 1\n").unwrap();
+    }
+    std::fs::write(root.join("same.fk"), "other = 2\n").unwrap();
+    let args = setup.fake_args("normal", &["--surface", "filesystem"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let response = client.request(
+        "tools/call",
+        json!({"name": "edit_files", "arguments": {
+            "paths": [format!("{}/*.fk", root.display()), format!("{}/notes.txt", root.display())],
+            "edits": [{"oldText": "value = 1", "newText": "value = ERROR"}],
+        }}),
+    );
+    let items: Vec<String> = response["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(items.len(), 4, "{items:?}");
+    let item = |name: &str| {
+        items
+            .iter()
+            .find(|text| text.contains(&format!("{}/{name}", root.display())))
+            .unwrap_or_else(|| panic!("no item for {name}: {items:?}"))
+            .clone()
+    };
+    for name in ["one.fk", "two.fk"] {
+        let text = item(name);
+        let shown = format!("{}/{name}", root.display());
+        assert!(text.contains("\n\ndiagnostics (fake, "), "{text}");
+        assert!(
+            text.contains(&format!(
+                "\n{shown}:1:9: error: found error: value = ERROR [E1]"
+            )),
+            "{text}"
+        );
+    }
+    // A file the edit did not change and a file no server handles: none.
+    assert!(!item("same.fk").contains("diagnostics ("), "{items:?}");
+    assert!(!item("notes.txt").contains("diagnostics ("), "{items:?}");
+    // A dry run writes nothing and tells the server nothing.
+    let before = setup.log().len();
+    let (is_error, text) = client.call(
+        "edit_files",
+        json!({"paths": [format!("{}/one.fk", root.display())],
+            "edits": [{"oldText": "ERROR", "newText": "2"}], "dryRun": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(!text.contains("diagnostics ("), "{text}");
+    assert_eq!(setup.log().len(), before, "{:?}", setup.log());
+    client.shutdown();
+}
+
+#[test]
+fn lsp_claude_code_notebook_edit_carries_the_new_diagnostics() {
+    let setup = Setup::new();
+    let notebook = setup.dir.path().join("nb.ipynb");
+    let cells = json!({"cells": [{"cell_type": "code", "id": "a1", "metadata": {},
+        "source": "x = 1", "outputs": [], "execution_count": null}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
+    std::fs::write(&notebook, serde_json::to_string_pretty(&cells).unwrap()).unwrap();
+    let args = setup.fake_args_on("normal", &[".ipynb"], &["--surface", "claude-code"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let path = notebook.to_str().unwrap();
+    let (is_error, text) = client.call("Read", json!({"file_path": path}));
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "NotebookEdit",
+        json!({"notebook_path": path, "cell_id": "a1", "new_source": "x = ERROR"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains(
+            "\n\n<new-diagnostics>The following new diagnostic issues were detected:\n\nnb.ipynb:\n  ✘ [Line "
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("found error: \"source\": \"x = ERROR\", [E1] (fake)</new-diagnostics>")
+            || text
+                .ends_with("found error: \"source\": \"x = ERROR\" [E1] (fake)</new-diagnostics>"),
+        "{text}"
+    );
+    // The fix: Claude Code's own answer, nothing added.
+    let (is_error, text) = client.call(
+        "NotebookEdit",
+        json!({"notebook_path": path, "cell_id": "a1", "new_source": "x = 2"}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(!text.contains("<new-diagnostics>"), "{text}");
+    client.shutdown();
+}
+
+#[test]
+fn lsp_removed_files_are_closed_on_the_server() {
+    let setup = Setup::new();
+    let root = setup.dir.path();
+    for name in ["a.fk", "b.fk", "c.fk"] {
+        std::fs::write(root.join(name), "x = 1\n").unwrap();
+    }
+    let uri = |name: &str| format!("file://{}/{name}", root.canonicalize().unwrap().display());
+    // Default surface: a patch that deletes one file and moves another.
+    let mut client = setup.start_fake("normal");
+    for name in ["a.fk", "b.fk"] {
+        let (is_error, text) =
+            client.call("lsp", json!({"operation": "diagnostics", "path": name}));
+        assert!(!is_error, "{text}");
+    }
+    let patch = "*** Begin Patch\n*** Delete File: a.fk\n*** Update File: b.fk\n*** Move to: moved.fk\n@@\n-x = 1\n+x = 2\n*** End Patch\n";
+    let (is_error, text) = client.call("apply_patch", json!({"patch": patch}));
+    assert!(!is_error, "{text}");
+    assert!(text.contains("no errors in moved.fk"), "{text}");
+    let log = setup.log();
+    for name in ["a.fk", "b.fk"] {
+        let closed = format!("textDocument/didClose {}", uri(name));
+        assert!(log.contains(&closed), "{closed} not in {log:?}");
+    }
+    client.shutdown();
+    // Filesystem surface: delete_file.
+    let args = setup.fake_args("normal", &["--surface", "filesystem"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    let c = root.join("c.fk");
+    let c = c.to_str().unwrap();
+    let (is_error, text) = client.call("write_file", json!({"path": c, "content": "x = 3\n"}));
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call("delete_file", json!({"path": c}));
+    assert!(!is_error, "{text}");
+    // A notification has no answer: the server logs it when it gets to it.
+    let closed = format!("textDocument/didClose {}", uri("c.fk"));
+    let started = Instant::now();
+    while !setup.log().contains(&closed) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{closed} not in {:?}",
+            setup.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    client.shutdown();
+}
+
 /// Asks until the server answers rather than saying it is still starting
 /// (a cold server loads its libraries first, and pyright answers a rename
 /// with nothing until it has analysed the project), at most
@@ -718,6 +1014,7 @@ fn call_until_ready(client: &mut McpClient, tool: &str, args: serde_json::Value)
         if !text.contains("still starting")
             && !text.contains("still indexing")
             && !text.contains("nothing to rename")
+            && !text.contains("cannot be renamed there")
         {
             return (is_error, text);
         }
@@ -781,6 +1078,21 @@ fn lsp_pyright_renames_across_files_all_at_once() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
         "from util import assist\n\nassist(1)  # helper\nassist(2)"
+    );
+    // A symbol of the standard library: pyright's prepareRename refuses it,
+    // and nothing is written.
+    let (is_error, text) = client.call(
+        "rename_symbol",
+        json!({"path": "util.py", "line": 1, "symbol": "int", "new_name": "whole"}),
+    );
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains("util.py:1: the language server says `int` cannot be renamed there"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("util.py")).unwrap(),
+        "def assist(x: int) -> int:\r\n    return x + 1\r\n"
     );
     drop(client.take_stdin());
     client.wait_exit(Duration::from_secs(15));
