@@ -1157,6 +1157,9 @@ fn a_request_of_millions_of_values_is_refused_before_it_is_parsed() {
 fn brief_args(surface: &str, tool: &str, root: &std::path::Path) -> Value {
     let file = root.join("src/main.rs");
     match (surface, tool) {
+        // The job the test starts first (`cat src/main.rs`), read from its
+        // start, so each call gets the same bytes.
+        ("agent-tools", "job_read") => json!({"job_id": "job_1", "from": 0}),
         ("agent-tools", _) => json!({"path": "src/main.rs"}),
         (_, "Read") => json!({"file_path": file}),
         (_, "read_multiple_files") => json!({"paths": [file, root.join("README.md")]}),
@@ -1188,7 +1191,7 @@ fn every_brief_tool_of_every_surface_answers_the_same_bytes_either_way() {
     let dir = workspace();
     let root = dir.path().canonicalize().unwrap();
     let expected = [
-        ("agent-tools", &["read_file"][..]),
+        ("agent-tools", &["read_file", "job_read"][..]),
         ("codex", &[]),
         (
             "filesystem",
@@ -1226,6 +1229,16 @@ fn every_brief_tool_of_every_surface_answers_the_same_bytes_either_way() {
         let (_, want) = expected.iter().find(|(name, _)| *name == surface).unwrap();
         assert_eq!(brief, *want, "the brief tools of {surface}");
         let mut client = McpClient::start_guarded(&root, &["--surface", surface]);
+        if brief.contains(&"job_read") {
+            let (is_error, text) = client.call(
+                "job_start",
+                json!({"command": "cat src/main.rs", "wait_ms": 20000}),
+            );
+            assert!(!is_error, "{text}");
+            let started: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(started["job_id"], "job_1", "{started}");
+            assert_eq!(started["status"], "exited", "{started}");
+        }
         for name in brief {
             let args = brief_args(surface, name, &root);
             let lines: Vec<String> = metas
@@ -1242,6 +1255,9 @@ fn every_brief_tool_of_every_surface_answers_the_same_bytes_either_way() {
                 "list_directory" => text.contains("main.rs"),
                 "list_allowed_directories" => text.contains(root.to_str().unwrap()),
                 "get_file_info" => text.contains("size"),
+                "job_read" => serde_json::from_str::<Value>(&text).unwrap()["output"]
+                    .as_str()
+                    .is_some_and(|output| output.contains("println!(\"hi\");")),
                 _ => text.contains("println!(\"hi\");"),
             };
             assert!(right, "{surface} {name}: {text}");
