@@ -772,22 +772,27 @@ pub fn sync_all_parallel(files: &[&std::fs::File]) -> Result<(), (usize, io::Err
     }
     let next = AtomicUsize::new(0);
     let failed: Mutex<Option<(usize, io::Error)>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..files.len().min(MAX_SYNC_THREADS) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = files.get(index) else {
-                        break;
-                    };
-                    if let Err(err) = file.sync_all() {
-                        let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                        failed.get_or_insert((index, err));
-                        break;
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(file) = files.get(index) else {
+                break;
+            };
+            if let Err(err) = file.sync_all() {
+                let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                failed.get_or_insert((index, err));
+                break;
+            }
         }
+    };
+    // The calling thread syncs too: one thread fewer to start (a start
+    // waits for the process's memory map and, on a busy machine, for a
+    // processor): with two files, one.
+    std::thread::scope(|scope| {
+        for _ in 1..files.len().min(MAX_SYNC_THREADS) {
+            scope.spawn(work);
+        }
+        work();
     });
     match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(failure) => Err(failure),
@@ -1039,6 +1044,27 @@ fn dir_sync_failed(path: &ConfinedPath, err: &io::Error) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syncing_together_names_the_file_that_failed() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut files = Vec::new();
+        for at in 0..3 {
+            files.push(std::fs::File::create(dir.path().join(at.to_string()))?);
+        }
+        // A pipe cannot be synced (EINVAL).
+        let (reader, _writer) = std::io::pipe()?;
+        let pipe = std::fs::File::from(std::os::fd::OwnedFd::from(reader));
+        let all: Vec<&std::fs::File> = files.iter().collect();
+        assert!(sync_all_parallel(&all).is_ok());
+        for at in 0..=files.len() {
+            let mut some: Vec<&std::fs::File> = files.iter().collect();
+            some.insert(at, &pipe);
+            let failed = sync_all_parallel(&some).map_err(|(index, _)| index);
+            assert_eq!(failed, Err(at));
+        }
+        Ok(())
+    }
 
     #[test]
     fn temp_names_are_hidden_unique_bounded_and_recognised() {

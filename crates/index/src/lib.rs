@@ -51,7 +51,7 @@ mod watch;
 pub use names::NameFilter;
 pub use query::{Query, regex_query};
 pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
-pub use watch::{IndexConfig, NotServed, Status, WorkspaceIndex};
+pub use watch::{DEFAULT_START_DELAY, IndexConfig, NotServed, Status, WorkspaceIndex};
 
 /// The default memory budget of an index: 256 MiB.
 pub const DEFAULT_MEMORY_BUDGET: u64 = 256 * 1024 * 1024;

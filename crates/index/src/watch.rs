@@ -76,7 +76,12 @@ pub struct IndexConfig {
     /// `None`: as long as the first build took, within
     /// [`MIN_BARRIER_WAIT`] and [`MAX_BARRIER_WAIT`].
     barrier_timeout: Option<Duration>,
+    start_delay: Duration,
 }
+
+/// How long a fresh index waits before it starts: see
+/// [`IndexConfig::start_delay`].
+pub const DEFAULT_START_DELAY: Duration = Duration::from_millis(250);
 
 /// The shortest a query waits for the index to catch up.
 const MIN_BARRIER_WAIT: Duration = Duration::from_millis(500);
@@ -98,6 +103,7 @@ impl IndexConfig {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_watches: None,
             barrier_timeout: None,
+            start_delay: DEFAULT_START_DELAY,
         }
     }
 
@@ -131,6 +137,21 @@ impl IndexConfig {
     /// until the index has caught up with it.
     pub fn barrier_timeout(mut self, timeout: Duration) -> Self {
         self.barrier_timeout = Some(timeout);
+        self
+    }
+
+    /// How long the index waits after it is started before it does
+    /// anything (its set-up and its first build); until then it is
+    /// building, so queries are not served and their callers walk. A
+    /// server is started and called at once when a client runs one call
+    /// per session, and that first call then ran beside the build: on two
+    /// processors it waited on the build's threads (for the processors and
+    /// for the process's memory map, which their allocations take). A build
+    /// started afterwards still reads every file, so a change made
+    /// meanwhile is in it. 0.25 s by default: an agent's first call comes
+    /// after its model's first answer, later than that.
+    pub fn start_delay(mut self, delay: Duration) -> Self {
+        self.start_delay = delay;
         self
     }
 }
@@ -578,6 +599,8 @@ impl Drop for WorkspaceIndex {
         self.shared.stop.store(true, Ordering::Relaxed);
         let _ = self.sender.send(Message::Stop);
         if let Some(worker) = self.worker.take() {
+            // Ends the start delay at once.
+            worker.thread().unpark();
             let _ = worker.join();
         }
     }
@@ -645,6 +668,9 @@ fn failure_status(failure: &WatchFailure) -> Status {
 
 /// The background thread: build, then apply events until told to stop.
 fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
+    if !wait_to_start(shared) {
+        return;
+    }
     // Off the caller's path: this scans the system's temp folder.
     remove_abandoned_marker_dirs(&std::env::temp_dir());
     let markers = match tempfile::Builder::new()
@@ -929,6 +955,23 @@ fn is_relink(kind: &EventKind) -> bool {
     )
 }
 
+/// Waits out the start delay (see [`IndexConfig::start_delay`]); false
+/// when the index was dropped meanwhile. `Drop` unparks this thread, so
+/// that is seen at once.
+fn wait_to_start(shared: &Shared) -> bool {
+    let until = Instant::now() + shared.config.start_delay;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::park_timeout(until - now);
+    }
+}
+
 /// Events that say a file was opened or read, not changed: the index's own
 /// reads and every search cause them.
 fn is_read_only_access(kind: &EventKind) -> bool {
@@ -1037,6 +1080,45 @@ mod tests {
             "changes inside the directory after it came back were missed"
         );
         Ok(())
+    }
+
+    #[test]
+    fn a_fresh_index_starts_after_its_delay_and_holds_what_was_written_meanwhile()
+    -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("a.txt"), "alpha\n")?;
+        let delay = Duration::from_millis(400);
+        let started = Instant::now();
+        let index = WorkspaceIndex::start(IndexConfig::new(dir.path()).start_delay(delay));
+        // Not served while waiting: the caller walks.
+        assert_eq!(index.files("").map(|f| f.len()), Err(NotServed::Building));
+        std::fs::write(dir.path().join("b.txt"), "beta\n")?;
+        assert!(index.wait_ready(Duration::from_secs(60)));
+        assert!(started.elapsed() >= delay, "{:?}", started.elapsed());
+        let files: Vec<String> = index
+            .files("")
+            .unwrap_or_else(|why| panic!("{why}"))
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(files, ["a.txt", "b.txt"]);
+        Ok(())
+    }
+
+    #[test]
+    fn an_index_dropped_during_its_start_delay_ends_at_once() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let index = WorkspaceIndex::start(
+            IndexConfig::new(dir.path()).start_delay(Duration::from_secs(600)),
+        );
+        assert_eq!(index.status(), Status::Building);
+        let started = Instant::now();
+        drop(index);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -559,22 +559,27 @@ pub(crate) fn sync_all_parallel(files: &[&fs::File]) -> Result<(), (usize, io::E
     }
     let next = AtomicUsize::new(0);
     let failed: Mutex<Option<(usize, io::Error)>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..files.len().min(MAX_SYNC_THREADS) {
-            scope.spawn(|| {
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = files.get(index) else {
-                        break;
-                    };
-                    if let Err(err) = file.sync_all() {
-                        let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                        failed.get_or_insert((index, err));
-                        break;
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(file) = files.get(index) else {
+                break;
+            };
+            if let Err(err) = file.sync_all() {
+                let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                failed.get_or_insert((index, err));
+                break;
+            }
         }
+    };
+    // The calling thread syncs too: one thread fewer to start (a start
+    // waits for the process's memory map and, on a busy machine, for a
+    // processor): with two files, one.
+    std::thread::scope(|scope| {
+        for _ in 1..files.len().min(MAX_SYNC_THREADS) {
+            scope.spawn(work);
+        }
+        work();
     });
     match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(failure) => Err(failure),
