@@ -220,8 +220,9 @@ fn rows(table: &mut Table, generated: &Generated, figures: &Value) -> bool {
     );
     table.row(
         format!(
-            "{files} files: server RSS once ready (grew by {:.0} MB; peak {:.0} MB; index {:.0} MB = {:.0} MB lists + {:.0} MB table)",
+            "{files} files: server RSS once ready (grew by {:.0} MB; {:.0} MB after the queries; peak {:.0} MB; index {:.0} MB = {:.0} MB lists + {:.0} MB table)",
             (num("rss_after") - num("rss_before")) / 1e6,
+            num("rss_end") / 1e6,
             num("rss_peak") / 1e6,
             num("index_bytes") / 1e6,
             num("postings_bytes") / 1e6,
@@ -334,7 +335,11 @@ pub fn probe(args: &ProbeArgs) -> Result<()> {
         &rg_args,
     )?);
 
+    // Once the queries ran: an allocator may hand freed pages back only
+    // on later calls.
+    let rss_end = status_bytes("VmRSS:");
     let figures = json!({
+        "rss_end": rss_end,
         "files": stats.files,
         "indexed_files": stats.indexed_files,
         "always_candidates": stats.always_candidates,
