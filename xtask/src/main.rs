@@ -47,6 +47,10 @@ enum Task {
     /// group starts beside ours: prints its address, serves until killed.
     #[command(hide = true)]
     RmcpProbe,
+    /// Builds the index of one generated tree and prints its figures as
+    /// JSON (one size of the `index-curve` group, in a process of its own).
+    #[command(hide = true)]
+    IndexProbe(bench::ProbeArgs),
 }
 
 /// Options of `cargo xtask bench`.
@@ -77,6 +81,14 @@ pub struct BenchArgs {
     /// compares binaries (`writes`, `mcp`): a build of an earlier commit.
     #[arg(long, value_name = "FILE")]
     pub baseline_exe: Option<PathBuf>,
+    /// File counts of the `index-curve` group's trees [default:
+    /// 10000,100000,1000000; 10000 with --quick].
+    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    pub curve_sizes: Vec<usize>,
+    /// Where the `index-curve` group keeps its generated trees between
+    /// runs [default: TEMP/agent-tools-index-curve].
+    #[arg(long, value_name = "DIR")]
+    pub curve_dir: Option<PathBuf>,
 }
 
 /// The benchmark groups, in the order they run.
@@ -125,12 +137,17 @@ pub enum Group {
     /// edit_file of a file no language server handles with `--lsp` vs
     /// without (what the servers' hook costs such a write).
     Lsp,
+    /// The index's curve at 10k, 100k and 1M generated files (build time,
+    /// memory, a selective grep, a common literal and a one-match glob vs
+    /// rg). Runs only when named: the million-file tree takes about 4 GB
+    /// of disk and minutes to write (it is kept for the next run).
+    IndexCurve,
 }
 
 impl BenchArgs {
     /// Whether `group` is selected.
     pub fn wants(&self, group: Group) -> bool {
-        self.only.is_empty() || self.only.contains(&group)
+        (self.only.is_empty() && group != Group::IndexCurve) || self.only.contains(&group)
     }
 }
 
@@ -140,6 +157,7 @@ fn main() -> Result<()> {
         Task::Bench(args) => bench::run(&args),
         Task::Spec(args) => spec::run(&workspace_root()?, &args),
         Task::RmcpProbe => bench::serve_probe(),
+        Task::IndexProbe(args) => bench::index_probe(&args),
     }
 }
 

@@ -37,7 +37,7 @@ const COMMON_SHARE: f64 = 0.05;
 /// A pattern with no literal of three bytes: the index narrows nothing.
 const NO_LITERAL: &str = r"\w{5}_\d{3}\b";
 
-fn tools(root: &Path, indexed: bool) -> Result<FileTools> {
+pub(super) fn tools(root: &Path, indexed: bool) -> Result<FileTools> {
     let ws = Workspace::open(root, Confinement::Confined)?;
     let limits = Limits {
         max_output_bytes: 16 * 1024 * 1024,
@@ -51,7 +51,7 @@ fn tools(root: &Path, indexed: bool) -> Result<FileTools> {
     })
 }
 
-fn grep(tools: &FileTools, pattern: &str) -> Result<String> {
+pub(super) fn grep(tools: &FileTools, pattern: &str) -> Result<String> {
     let mut args = GrepArgs::new(pattern);
     args.output_mode = OutputMode::FilesWithMatches;
     tools
@@ -59,7 +59,7 @@ fn grep(tools: &FileTools, pattern: &str) -> Result<String> {
         .map_err(|err| anyhow::anyhow!("grep {pattern:?}: {err}"))
 }
 
-fn rg(root: &Path, git: bool, args: &[&str]) -> Result<String> {
+pub(super) fn rg(root: &Path, git: bool, args: &[&str]) -> Result<String> {
     let mut cmd = Command::new("rg");
     // Our tools search hidden files and skip `.git`; rg does either only
     // when asked.
@@ -294,7 +294,7 @@ fn one_match_glob(
     Ok(all_same)
 }
 
-fn glob_of(tools: &FileTools, pattern: &str) -> Result<String> {
+pub(super) fn glob_of(tools: &FileTools, pattern: &str) -> Result<String> {
     tools
         .glob(&GlobArgs::new(pattern))
         .map_err(|err| anyhow::anyhow!("glob: {err}"))

@@ -12,6 +12,7 @@ use crate::report::{Table, count};
 use crate::{BenchArgs, Group};
 
 pub use http::serve_probe;
+pub use index_curve::{ProbeArgs, probe as index_probe};
 
 mod claude;
 mod codex;
@@ -19,6 +20,7 @@ mod edit;
 mod grep_files;
 mod http;
 mod index;
+mod index_curve;
 mod jobs;
 mod journal;
 mod lsp;
@@ -120,6 +122,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         && let Some(dir) = &args.index_tree
     {
         emit(index::installed(&ctx, dir)?);
+    }
+    if args.only.contains(&Group::IndexCurve) {
+        emit(index_curve::curve(&ctx)?);
     }
     if args.wants(Group::Mcp) {
         emit(mcp::round_trips(&ctx)?);
