@@ -955,6 +955,7 @@ impl Journal {
     fn recover(&self) -> Result<()> {
         let _lock = self.lock()?;
         let own = std::process::id();
+        self.sweep_dead_temporaries(own)?;
         for id in self.ids("pending")? {
             let path = self.settings.dir.join("pending").join(record_name(id));
             let Some(mut record) = read_record(&path)? else {
@@ -977,6 +978,33 @@ impl Journal {
             record.changes = kept;
             tracing::info!(call = record.id, "resolved an interrupted call's record");
             self.finish(&record)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary files (`NAME.tmp.PID.N`, see
+    /// [`write_replace`] and `write_pending`) that a process which died
+    /// mid-write left in `pending/` and `calls/`. A temporary record was
+    /// never renamed into place, so nothing it announced was made; keeping
+    /// it would only grow the folder. Another live process's (and this
+    /// one's) are left alone: they may be writing now.
+    fn sweep_dead_temporaries(&self, own: u32) -> Result<()> {
+        for sub in ["pending", "calls"] {
+            let dir = self.settings.dir.join(sub);
+            for entry in fs::read_dir(&dir).map_err(io_err("listing", &dir))? {
+                let entry = entry.map_err(io_err("listing", &dir))?;
+                let name = entry.file_name();
+                let Some(pid) = name.to_str().and_then(temporary_owner) else {
+                    continue;
+                };
+                if pid != own && !process_alive(pid) {
+                    match fs::remove_file(entry.path()) {
+                        Ok(()) => {}
+                        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                        Err(err) => return Err(io_err("removing", &entry.path())(err)),
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -1525,6 +1553,15 @@ fn read_record(path: &Path) -> Result<Option<CallRecord>> {
             path: path.to_path_buf(),
             message: err.to_string(),
         })
+}
+
+/// The process that writes the temporary file `name` (`NAME.tmp.PID.N`),
+/// or `None` when `name` is not one.
+fn temporary_owner(name: &str) -> Option<u32> {
+    let (_, tail) = name.rsplit_once(".tmp.")?;
+    let (pid, counter) = tail.split_once('.')?;
+    counter.parse::<u64>().ok()?;
+    pid.parse().ok()
 }
 
 fn process_alive(pid: u32) -> bool {

@@ -163,6 +163,36 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
     assert!(journal.ids("pending").unwrap().is_empty());
 }
 
+/// A process killed between writing a temporary record and renaming it
+/// leaves `NAME.tmp.PID.N` behind; the next open removes a dead process's,
+/// and leaves a live one's (pid 1 is always alive) and other names alone.
+#[test]
+fn a_dead_processes_temporary_records_are_swept_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Journal::open(settings(dir.path())).unwrap());
+    let state = dir.path().join("state");
+    let dead = format!("{}.tmp.{}.0", record_name(3), u32::MAX);
+    let live = format!("{}.tmp.1.0", record_name(4));
+    for (sub, name) in [("pending", &dead), ("calls", &dead), ("pending", &live)] {
+        std::fs::write(state.join(sub).join(name), b"{").unwrap();
+    }
+    std::fs::write(state.join("pending").join("notes.txt"), b"x").unwrap();
+    drop(Journal::open(settings(dir.path())).unwrap());
+    let left = |sub: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(state.join(sub))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(left("pending"), vec![live.clone(), "notes.txt".to_owned()]);
+    assert!(left("calls").is_empty());
+    assert_eq!(temporary_owner(&dead), Some(u32::MAX));
+    assert_eq!(temporary_owner("00000003.json"), None);
+    assert_eq!(temporary_owner("x.tmp.12.y"), None);
+}
+
 #[test]
 fn a_withdrawn_change_is_not_recorded() {
     let dir = tempfile::tempdir().unwrap();
