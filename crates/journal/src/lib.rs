@@ -575,8 +575,11 @@ impl Journal {
     }
 
     /// Takes the journal's lock: across processes (`flock`) and threads.
-    /// Undo holds it from planning to commit, so no call of another process
-    /// records meanwhile.
+    /// Recovery, pruning and the sealing pass hold it while they rewrite
+    /// or remove records and contents. An undo does not: it is kept in
+    /// step with other writers by the locks of the files it restores
+    /// (taken by the file tools), and a record sealed under it leaves its
+    /// hash behind for a reader of the older record.
     pub fn lock(&self) -> Result<JournalLock<'_>> {
         let guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let file = guard
