@@ -59,6 +59,7 @@
 #![forbid(unsafe_code)]
 
 pub mod beneath;
+mod matcher;
 pub mod rules;
 
 use std::ffi::OsStr;
@@ -72,6 +73,7 @@ use cap_std::fs::Dir;
 use globset::GlobSet;
 use ignore::gitignore::Gitignore;
 
+pub use matcher::{IgnoreMatcher, WorkspaceIgnores};
 use rules::parent_of;
 pub use rules::{
     MAX_IGNORE_FILE_BYTES, RuleLevel, RuleNames, global_excludes_bytes, global_rules, is_ignored,
