@@ -135,8 +135,10 @@ while True:
     elif method == "textDocument/references":
         uri = params["textDocument"]["uri"]
         p = params["position"]
+        # And the declaration in every other open document.
+        others = [loc(u, 0, 4) for u in docs if u != uri]
         send({"jsonrpc": "2.0", "id": msg["id"],
-              "result": [loc(uri, 0, 4), loc(uri, p["line"], p["character"])]})
+              "result": [loc(uri, 0, 4), loc(uri, p["line"], p["character"])] + others})
     elif method == "textDocument/hover":
         send({"jsonrpc": "2.0", "id": msg["id"],
               "result": {"contents": {"kind": "markdown", "value": "fake hover"}}})
@@ -145,9 +147,11 @@ while True:
             {"name": "helper", "kind": 12, "range": loc("", 0, 0)["range"],
              "selectionRange": loc("", 0, 4)["range"], "children": []}]})
     elif method == "workspace/symbol":
-        uri = next(iter(docs), "file:///nowhere")
+        # One symbol per open document.
+        uris = list(docs) or ["file:///nowhere"]
         send({"jsonrpc": "2.0", "id": msg["id"], "result": [
-            {"name": params.get("query", ""), "kind": 12, "location": loc(uri, 0, 4)}]})
+            {"name": params.get("query", ""), "kind": 12, "location": loc(uri, 0, 4)}
+            for uri in uris]})
     elif method == "textDocument/prepareRename":
         uri = params["textDocument"]["uri"]
         p = params["position"]

@@ -89,6 +89,11 @@ pub(crate) struct LspArgs {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
     pub(crate) limit: Option<u32>,
+    /// Also list locations in files the project ignores (.gitignore,
+    /// .ignore, the git excludes: dependencies, build output); without it
+    /// they are left out and counted (default false).
+    #[serde(default)]
+    pub(crate) include_ignored: bool,
 }
 
 /// Arguments of `rename_symbol`.

@@ -10,6 +10,7 @@ use agent_tools_error::ErrorCode;
 use agent_tools_lsp::position::{char_to_utf16_column, utf16_to_char_column};
 use agent_tools_lsp::uri::uri_to_path;
 use agent_tools_lsp::{LspClient, LspError, RequestError};
+use agent_tools_walk::{IgnoreMatcher, WorkspaceIgnores};
 use serde_json::{Value, json};
 
 use crate::args::{LspArgs, LspOperation};
@@ -20,8 +21,10 @@ operation: definition, references, hover, implementations, incoming_calls, outgo
 line and symbol: the 1-based line and the identifier as written on it; column only to pick between \
 occurrences on that line), document_symbols (the file's outline), workspace_symbols (needs query; \
 path picks the language), diagnostics (the file's errors and warnings now, after any change made \
-outside the tools). Locations print as 'path:line:col: text of that line'. When no server handles \
-the file, or it is still starting, the answer says so in one bracketed line: fall back to grep.";
+outside the tools). Locations print as 'path:line:col: text of that line'. Locations in files the \
+project ignores (.gitignore, .ignore, the git excludes: dependencies, build output) are left out and \
+counted unless include_ignored is true. When no server handles the file, or it is still starting, the \
+answer says so in one bracketed line: fall back to grep.";
 
 /// Results listed when `limit` is not given.
 const DEFAULT_LIMIT: usize = 100;
@@ -47,9 +50,23 @@ fn run(services: &Services, args: &LspArgs, cancel: &AtomicBool) -> ToolResult<S
     let limit = args
         .limit
         .map_or(DEFAULT_LIMIT, |l| l.clamp(1, 1000) as usize);
-    let view = View {
+    // Operations that list locations leave out those in ignored files,
+    // as grep and glob would not show them; the rules are read once per
+    // call, each directory's when a location first lies in it.
+    let lists_locations = !matches!(
+        args.operation,
+        LspOperation::Diagnostics | LspOperation::DocumentSymbols | LspOperation::Hover
+    );
+    let ignores = if lists_locations && !args.include_ignored {
+        Some(IgnoreMatcher::for_workspace(workspace)?)
+    } else {
+        None
+    };
+    let mut view = View {
         root: &root,
         lines: HashMap::new(),
+        ignores,
+        left_out: 0,
     };
     if args.operation == LspOperation::Diagnostics {
         std::fs::metadata(&path).map_err(|err| workspace.io_error(&err, &target))?;
@@ -115,7 +132,6 @@ fn run(services: &Services, args: &LspArgs, cancel: &AtomicBool) -> ToolResult<S
         Ok(result) => result,
         Err(err) => return answer_failure(err),
     };
-    let mut view = view;
     Ok(match args.operation {
         LspOperation::Definition => view.locations(&result, "definition", limit),
         LspOperation::Implementations => view.locations(&result, "implementation", limit),
@@ -258,9 +274,51 @@ fn hover(result: &Value) -> String {
 struct View<'a> {
     root: &'a Path,
     lines: HashMap<PathBuf, Vec<String>>,
+    /// The project's ignore rules, when locations in ignored files are
+    /// left out.
+    ignores: Option<WorkspaceIgnores<'a>>,
+    /// How many locations were left out for lying in ignored files.
+    left_out: usize,
 }
 
 impl View<'_> {
+    /// Whether a location in `path` is listed; one left out is counted.
+    fn keeps(&mut self, path: &Path) -> bool {
+        let ignored = self
+            .ignores
+            .as_mut()
+            .is_some_and(|ignores| ignores.is_ignored_abs(path));
+        if ignored {
+            self.left_out += 1;
+        }
+        !ignored
+    }
+
+    /// The closing note on what was left out (`noun` singular, `nouns`
+    /// plural), or nothing.
+    fn left_out_note(&self, noun: &str, nouns: &str) -> String {
+        match self.left_out {
+            0 => String::new(),
+            n => format!(
+                "\n[note: {n} {} in files the project ignores (.gitignore, .ignore, the git \
+                 excludes) left out; include_ignored: true lists them]",
+                if n == 1 { noun } else { nouns }
+            ),
+        }
+    }
+
+    /// The answer when nothing is listed: `none` when nothing was found at
+    /// all, else that everything found lay in ignored files.
+    fn nothing_listed(&self, none: String, noun: &str, nouns: &str) -> String {
+        if self.left_out == 0 {
+            return none;
+        }
+        format!(
+            "no {noun} found outside ignored files{}",
+            self.left_out_note(noun, nouns)
+        )
+    }
+
     fn shown(&self, path: &Path) -> String {
         match path.strip_prefix(self.root) {
             Ok(rel) => rel.to_string_lossy().into_owned(),
@@ -326,14 +384,22 @@ impl View<'_> {
             let (Some(uri), Some(range)) = (uri.as_str(), range) else {
                 continue;
             };
+            if uri_to_path(uri).is_some_and(|path| !self.keeps(&path)) {
+                continue;
+            }
             if let Some((path, line)) = self.location_line(uri, range) {
                 files.insert(path);
                 lines.push(line);
             }
         }
+        let nouns = format!("{noun}s");
         if lines.is_empty() {
-            return format!(
-                "no {noun} found (the server may still be indexing, or the symbol has none)"
+            return self.nothing_listed(
+                format!(
+                    "no {noun} found (the server may still be indexing, or the symbol has none)"
+                ),
+                noun,
+                &nouns,
             );
         }
         let count = lines.len();
@@ -349,6 +415,7 @@ impl View<'_> {
         if count > limit {
             let _ = write!(out, "\n… and {} more (raise limit)", count - limit);
         }
+        out.push_str(&self.left_out_note(noun, &nouns));
         out
     }
 
@@ -370,7 +437,7 @@ impl View<'_> {
         out
     }
 
-    fn workspace_symbols(&self, result: &Value, limit: usize) -> String {
+    fn workspace_symbols(&mut self, result: &Value, limit: usize) -> String {
         let items = result.as_array().cloned().unwrap_or_default();
         let mut lines = Vec::new();
         for item in &items {
@@ -382,6 +449,9 @@ impl View<'_> {
             let Some(path) = uri_to_path(uri) else {
                 continue;
             };
+            if !self.keeps(&path) {
+                continue;
+            }
             let line = item
                 .pointer("/location/range/start/line")
                 .and_then(Value::as_u64)
@@ -397,7 +467,11 @@ impl View<'_> {
             ));
         }
         if lines.is_empty() {
-            return "no symbols found (the server may still be indexing)".to_owned();
+            return self.nothing_listed(
+                "no symbols found (the server may still be indexing)".to_owned(),
+                "symbol",
+                "symbols",
+            );
         }
         let count = lines.len();
         let mut out = format!("{count} symbol{}", if count == 1 { "" } else { "s" });
@@ -407,6 +481,7 @@ impl View<'_> {
         if count > limit {
             let _ = write!(out, "\n… and {} more (raise limit)", count - limit);
         }
+        out.push_str(&self.left_out_note("symbol", "symbols"));
         out
     }
 
@@ -428,13 +503,17 @@ impl View<'_> {
             let Some(range) = item.get("selectionRange") else {
                 continue;
             };
+            if uri_to_path(uri).is_some_and(|path| !self.keeps(&path)) {
+                continue;
+            }
             if let Some((_, at)) = self.location_line(uri, range) {
                 lines.push(format!("{name} ({kind}) {at}"));
             }
         }
         let noun = if key == "from" { "caller" } else { "callee" };
+        let nouns = format!("{noun}s");
         if lines.is_empty() {
-            return format!("no {noun}s found");
+            return self.nothing_listed(format!("no {nouns} found"), noun, &nouns);
         }
         let count = lines.len();
         let mut out = format!("{count} {noun}{}", if count == 1 { "" } else { "s" });
@@ -444,6 +523,7 @@ impl View<'_> {
         if count > limit {
             let _ = write!(out, "\n… and {} more (raise limit)", count - limit);
         }
+        out.push_str(&self.left_out_note(noun, &nouns));
         out
     }
 }
@@ -496,6 +576,7 @@ mod tests {
             column,
             query: None,
             limit: None,
+            include_ignored: false,
         }
     }
 
@@ -548,6 +629,8 @@ mod tests {
         let mut view = View {
             root: dir.path(),
             lines: HashMap::new(),
+            ignores: None,
+            left_out: 0,
         };
         let range =
             json!({"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 10}});
@@ -571,6 +654,62 @@ mod tests {
             1,
         );
         assert!(out.ends_with("… and 1 more (raise limit)"), "{out}");
+    }
+
+    #[test]
+    fn locations_in_ignored_files_are_left_out_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("build")).unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
+        std::fs::write(dir.path().join("u.py"), "def helper(x):\n").unwrap();
+        std::fs::write(dir.path().join("build/u.py"), "def helper(x):\n").unwrap();
+        let ws = agent_tools_confine::Workspace::open(
+            dir.path(),
+            agent_tools_confine::Confinement::Confined,
+        )
+        .unwrap();
+        let uri = |rel: &str| agent_tools_lsp::uri::path_to_uri(&dir.path().join(rel));
+        let range =
+            json!({"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 10}});
+        let found = json!([{"uri": uri("build/u.py"), "range": range},
+            {"uri": uri("u.py"), "range": range},
+            {"uri": uri("build/u.py"), "range": range}]);
+        let mut view = View {
+            root: dir.path(),
+            lines: HashMap::new(),
+            ignores: Some(IgnoreMatcher::for_workspace(&ws).unwrap()),
+            left_out: 0,
+        };
+        assert_eq!(
+            view.locations(&found, "reference", 100),
+            "1 reference in 1 file\nu.py:1:5: def helper(x):\n[note: 2 references in files the \
+             project ignores (.gitignore, .ignore, the git excludes) left out; include_ignored: \
+             true lists them]"
+        );
+        let mut view = View {
+            root: dir.path(),
+            lines: HashMap::new(),
+            ignores: Some(IgnoreMatcher::for_workspace(&ws).unwrap()),
+            left_out: 0,
+        };
+        let calls = json!([{"from": {"name": "f", "kind": 12, "uri": uri("build/u.py"),
+            "selectionRange": range}}]);
+        assert_eq!(
+            view.calls(&calls, LspOperation::IncomingCalls, 100),
+            "no caller found outside ignored files\n[note: 1 caller in files the project ignores \
+             (.gitignore, .ignore, the git excludes) left out; include_ignored: true lists them]"
+        );
+        // Without the rules, everything is listed.
+        let mut view = View {
+            root: dir.path(),
+            lines: HashMap::new(),
+            ignores: None,
+            left_out: 0,
+        };
+        assert!(
+            view.locations(&found, "reference", 100)
+                .starts_with("3 references in 2 files\nbuild/u.py:1:5")
+        );
     }
 
     #[test]

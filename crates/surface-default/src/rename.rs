@@ -1,18 +1,16 @@
 //! `rename_symbol`: a language server's rename, applied to every file it
 //! names all or nothing (`--lsp`).
 
-use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use agent_tools::{ToolDef, ToolError, ToolResult};
-use agent_tools_confine::{ConfinedPath, Workspace};
+use agent_tools_confine::ConfinedPath;
 use agent_tools_error::ErrorCode;
 use agent_tools_lsp::edit::{EditError, TextEdit, apply_edits, file_edits};
 use agent_tools_lsp::{LspError, RequestError};
-use agent_tools_walk::open_subdir;
-use agent_tools_walk::rules::{global_excludes_bytes, global_rules, is_ignored, join, level_for};
+use agent_tools_walk::IgnoreMatcher;
 use serde_json::{Value, json};
 
 use crate::args::RenameSymbolArgs;
@@ -279,11 +277,11 @@ const MAX_NAMED_IGNORED: usize = 5;
 /// and a search or a commit would not show these. It names them, and how to
 /// go ahead when they are meant.
 fn refuse_ignored(services: &Services, targets: &[Target]) -> ToolResult<()> {
-    let workspace = services.files.workspace();
-    let global = global_excludes_bytes();
+    // One matcher for all targets: each directory's rules are read once.
+    let mut ignores = IgnoreMatcher::for_workspace(services.files.workspace())?;
     let ignored: Vec<&str> = targets
         .iter()
-        .filter(|t| t.edits() > 0 && is_ignored_file(workspace, &t.path, global.as_deref()))
+        .filter(|t| t.edits() > 0 && ignores.is_ignored_abs(t.path.abs()))
         .map(|t| t.path.display())
         .collect();
     if ignored.is_empty() {
@@ -305,45 +303,6 @@ fn refuse_ignored(services: &Services, targets: &[Target]) -> ToolResult<()> {
         ignored.len(),
         plural(ignored.len())
     )))
-}
-
-/// Whether `path` is ignored as the project's walk sees it: by the ignore
-/// rules of the directories from the root down, or by the global excludes,
-/// itself or through a directory above it.
-fn is_ignored_file(
-    workspace: &Workspace,
-    path: &ConfinedPath,
-    global_excludes: Option<&[u8]>,
-) -> bool {
-    let global = global_rules(global_excludes);
-    let global = global.as_ref();
-    let Some(rel) = path.rel().to_str() else {
-        return false;
-    };
-    let Ok(mut dir) = workspace.base_dir().try_clone() else {
-        return false;
-    };
-    let mut troubles = Vec::new();
-    let mut level = level_for(&dir, "", None, &mut troubles);
-    let mut dir_rel = String::new();
-    let mut parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
-    let Some(_name) = parts.pop() else {
-        return false;
-    };
-    for part in parts {
-        let next = join(&dir_rel, part);
-        if is_ignored(level.as_deref(), global, &next, true) {
-            return true;
-        }
-        dir = match open_subdir(&dir, OsStr::new(part)) {
-            Ok(opened) => opened,
-            // A directory that cannot be opened has no rules to read.
-            Err(_) => break,
-        };
-        level = level_for(&dir, &next, level, &mut troubles);
-        dir_rel = next;
-    }
-    is_ignored(level.as_deref(), global, rel, false)
 }
 
 fn resolve_abs(services: &Services, path: &Path) -> ToolResult<ConfinedPath> {

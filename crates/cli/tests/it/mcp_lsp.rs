@@ -538,6 +538,87 @@ fn lsp_rename_symbol_refuses_ignored_files_unless_asked() {
     client.shutdown();
 }
 
+#[test]
+fn lsp_locations_in_ignored_files_are_left_out_and_counted_unless_asked() {
+    let setup = Setup::new();
+    let root = setup.dir.path();
+    std::fs::create_dir_all(root.join("node_modules/lib")).unwrap();
+    std::fs::write(root.join(".gitignore"), "node_modules/\n").unwrap();
+    let source = "def helper\nhelper()\n";
+    std::fs::write(root.join("b.fk"), source).unwrap();
+    std::fs::write(root.join("node_modules/lib/c.fk"), source).unwrap();
+    let mut client = setup.start_fake("normal");
+    // The fake server answers with locations in every open document: open
+    // the ignored one.
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "diagnostics", "path": "node_modules/lib/c.fk"}),
+    );
+    assert!(!is_error, "{text}");
+    let note = |n: usize, noun: &str| {
+        format!(
+            "[note: {n} {noun} in files the project ignores (.gitignore, .ignore, the git \
+             excludes) left out; include_ignored: true lists them]"
+        )
+    };
+    let references =
+        json!({"operation": "references", "path": "b.fk", "line": 2, "symbol": "helper"});
+    let (is_error, text) = client.call("lsp", references.clone());
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "2 references in 1 file\nb.fk:1:5: def helper\nb.fk:2:1: helper()\n{}",
+            note(1, "reference")
+        )
+    );
+    let mut kept = references;
+    kept["include_ignored"] = json!(true);
+    let (is_error, text) = client.call("lsp", kept);
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "3 references in 2 files\nb.fk:1:5: def helper\nb.fk:2:1: helper()\n\
+         node_modules/lib/c.fk:1:5: def helper"
+    );
+
+    let symbols = json!({"operation": "workspace_symbols", "path": "b.fk", "query": "helper"});
+    let (is_error, text) = client.call("lsp", symbols.clone());
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        format!("1 symbol\nhelper (Function) b.fk:1\n{}", note(1, "symbol"))
+    );
+    let mut kept = symbols;
+    kept["include_ignored"] = json!(true);
+    let (_, text) = client.call("lsp", kept);
+    assert_eq!(
+        text,
+        "2 symbols\nhelper (Function) node_modules/lib/c.fk:1\nhelper (Function) b.fk:1"
+    );
+
+    // Everything found lies in ignored files: said so, not "none found".
+    let definition = json!({"operation": "definition", "path": "node_modules/lib/c.fk",
+        "line": 2, "symbol": "helper"});
+    let (is_error, text) = client.call("lsp", definition.clone());
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "no definition found outside ignored files\n{}",
+            note(1, "definition")
+        )
+    );
+    let mut kept = definition;
+    kept["include_ignored"] = json!(true);
+    let (_, text) = client.call("lsp", kept);
+    assert_eq!(
+        text,
+        "1 definition in 1 file\nnode_modules/lib/c.fk:1:5: def helper"
+    );
+    client.shutdown();
+}
+
 // ---- real servers -------------------------------------------------------
 
 /// The folder holding `pyright-langserver` and `typescript-language-server`
@@ -664,6 +745,14 @@ fn lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates() {
         "def helper(x: int) -> int:\n    return x + 1\n",
     )
     .unwrap();
+    // Generated code the project ignores, which uses it too.
+    std::fs::create_dir(dir.path().join("gen")).unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "gen/\n").unwrap();
+    std::fs::write(
+        dir.path().join("gen/use.py"),
+        "from util import helper\n\nhelper(3)\n",
+    )
+    .unwrap();
     let mut client = start_real(&bin, dir.path());
     let clean = "from util import helper\n\nhelper(1)\nhelper(2)\n";
     let text = write_until_checked(&mut client, "main.py", clean);
@@ -698,6 +787,22 @@ fn lsp_pyright_reports_a_type_error_in_the_edit_answer_and_navigates() {
     );
     assert!(!is_error, "{text}");
     assert!(text.starts_with("4 references in 2 files"), "{text}");
+    assert!(!text.contains("gen/use.py"), "{text}");
+    assert!(
+        text.ends_with(
+            "[note: 2 references in files the project ignores (.gitignore, .ignore, the git \
+             excludes) left out; include_ignored: true lists them]"
+        ),
+        "{text}"
+    );
+    let (is_error, text) = client.call(
+        "lsp",
+        json!({"operation": "references", "path": "util.py", "line": 1, "symbol": "helper",
+            "include_ignored": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(text.starts_with("6 references in 3 files"), "{text}");
+    assert!(text.contains("gen/use.py:3:1: helper(3)"), "{text}");
     let (_, text) = client.call(
         "lsp",
         json!({"operation": "hover", "path": "main.py", "line": 3, "symbol": "helper"}),
