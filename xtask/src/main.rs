@@ -135,7 +135,9 @@ pub enum Group {
     /// patch, and commands' change detection per bash call.
     Journal,
     /// edit_file of a file no language server handles with `--lsp` vs
-    /// without (what the servers' hook costs such a write).
+    /// without (what the servers' hook costs such a write), and the time an
+    /// edit's answer waits for a warm pyright's error vs a direct LSP
+    /// client (skipped when pyright is not installed).
     Lsp,
     /// The index's curve at 10k, 100k and 1M generated files (build time,
     /// memory, a selective grep, a common literal and a one-match glob vs

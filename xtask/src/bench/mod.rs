@@ -71,6 +71,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Group::Writes,
         Group::Jobs,
         Group::Http,
+        Group::Lsp,
     ]
     .iter()
     .any(|g| args.wants(*g));
