@@ -9,6 +9,7 @@ use agent_tools::{CallContext, ErrorCode, ToolResult};
 use agent_tools_lsp::uri::uri_to_path;
 use agent_tools_lsp::{LspError, RequestError};
 use agent_tools_surface_default::Services;
+use agent_tools_walk::IgnoreMatcher;
 use serde_json::{Value, json};
 
 use crate::args::{LspArgs, LspOperation};
@@ -136,6 +137,30 @@ pub(crate) fn lsp(services: &Services, args: LspArgs, call: &CallContext) -> Too
             ));
         }
     };
+    // Claude Code drops locations in git-ignored files from these four
+    // operations' lists (a single location is kept), saying nothing.
+    let result = match (op, result) {
+        (
+            LspOperation::FindReferences
+            | LspOperation::GoToDefinition
+            | LspOperation::GoToImplementation
+            | LspOperation::WorkspaceSymbol,
+            Value::Array(items),
+        ) => {
+            let mut ignores = IgnoreMatcher::for_workspace(workspace)?;
+            Value::Array(
+                items
+                    .into_iter()
+                    .filter(|item| {
+                        !location_uri(item)
+                            .and_then(uri_to_path)
+                            .is_some_and(|path| ignores.is_ignored_abs(&path))
+                    })
+                    .collect(),
+            )
+        }
+        (_, result) => result,
+    };
     let shown = |p: &Path| match p.strip_prefix(&root) {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => p.to_string_lossy().into_owned(),
@@ -151,6 +176,14 @@ pub(crate) fn lsp(services: &Services, args: LspArgs, call: &CallContext) -> Too
         LspOperation::IncomingCalls => calls(&result, "from", "incoming", &shown),
         LspOperation::OutgoingCalls => calls(&result, "to", "outgoing", &shown),
     })
+}
+
+/// The file a Location, LocationLink or SymbolInformation names.
+fn location_uri(item: &Value) -> Option<&str> {
+    item.get("uri")
+        .or_else(|| item.get("targetUri"))
+        .or_else(|| item.pointer("/location/uri"))
+        .and_then(Value::as_str)
 }
 
 /// The locations of a definition-like answer (Location or LocationLink,

@@ -944,6 +944,54 @@ fn lsp_claude_code_surface_offers_its_lsp_tool_only_with_lsp() {
 }
 
 #[test]
+fn lsp_claude_code_drops_locations_in_ignored_files_as_claude_code_does() {
+    let setup = Setup::new();
+    let root = setup.dir.path();
+    std::fs::create_dir_all(root.join("node_modules/lib")).unwrap();
+    std::fs::write(root.join(".gitignore"), "node_modules/\n").unwrap();
+    let source = "def helper\nhelper()\n";
+    std::fs::write(root.join("b.fk"), source).unwrap();
+    std::fs::write(root.join("node_modules/lib/c.fk"), source).unwrap();
+    let args = setup.fake_args("normal", &["--surface", "claude-code"]);
+    let mut client = McpClient::start_with(&args, json!({}), None).guarded();
+    // Any operation opens the file first: the fake server then answers
+    // with locations in the ignored one too.
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "hover", "filePath": "node_modules/lib/c.fk", "line": 1, "character": 5}),
+    );
+    assert!(!is_error, "{text}");
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "findReferences", "filePath": "b.fk", "line": 2, "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "Found 2 references across 1 file:\n\nb.fk:\n  Line 1:5\n  Line 2:1"
+    );
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "workspaceSymbol", "filePath": "b.fk", "line": 1, "character": 1,
+            "query": "helper"}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        text,
+        "Found 1 symbol in workspace:\n\nb.fk:\n  helper (Function) - Line 1"
+    );
+    // A single location (not a list) is kept, as Claude Code keeps it.
+    let (is_error, text) = client.call(
+        "LSP",
+        json!({"operation": "goToDefinition", "filePath": "node_modules/lib/c.fk", "line": 2,
+            "character": 1}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(text, "Defined in node_modules/lib/c.fk:1:5");
+    client.shutdown();
+}
+
+#[test]
 fn lsp_codex_patches_carry_the_diagnostics_too() {
     let setup = Setup::new();
     let args = setup.fake_args("normal", &["--surface", "codex"]);
