@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_tools_index::{IndexConfig, NameFilter, WorkspaceIndex, regex_query};
+use agent_tools_test_support::measure::{Process, cpu_seconds, status_bytes};
 
 const WORDS: &[&str] = &[
     "alpha", "buffer", "config", "delta", "entry", "frame", "graph", "handle", "index", "journal",
@@ -86,32 +87,6 @@ fn generate(root: &Path, files: usize) -> std::io::Result<u64> {
     Ok(bytes)
 }
 
-fn rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// Processor seconds this process has used (user and system), from
-/// `/proc/self/stat` (in clock ticks, 100 a second on Linux).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |n: usize| {
-        fields
-            .get(n)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime and stime are the 14th and 15th fields, the 12th and 13th here.
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let files: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40_000);
@@ -136,7 +111,7 @@ fn main() -> std::io::Result<()> {
             started.elapsed()
         );
     }
-    let before = rss_kb();
+    let before = status_bytes(Process::This, "VmRSS").unwrap_or(0) / 1024;
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let mut config = IndexConfig::new(&root);
@@ -151,7 +126,7 @@ fn main() -> std::io::Result<()> {
     );
     let build = started.elapsed();
     let cpu = cpu_seconds() - cpu_before;
-    let after = rss_kb();
+    let after = status_bytes(Process::This, "VmRSS").unwrap_or(0) / 1024;
     let stats = index.stats().unwrap_or_default();
     println!(
         "files {} indexed {} always {}",

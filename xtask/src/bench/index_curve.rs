@@ -8,6 +8,8 @@ use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use agent_tools_test_support::measure::{Process, cpu_seconds, load_averages, status_bytes};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -275,8 +277,8 @@ fn rows(table: &mut Table, generated: &Generated, figures: &Value) -> bool {
 /// prints its figures as JSON.
 pub fn probe(args: &ProbeArgs) -> Result<()> {
     let root = args.dir.as_path();
-    let load_before = load_average();
-    let rss_before = status_bytes("VmRSS:");
+    let load_before = load_averages().map_or(0.0, |[one, ..]| one);
+    let rss_before = status_bytes(Process::This, "VmRSS").unwrap_or(0);
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let indexed = super::index::tools(root, true)?;
@@ -289,9 +291,9 @@ pub fn probe(args: &ProbeArgs) -> Result<()> {
         .unwrap_or_else(|| started.elapsed())
         .as_secs_f64();
     let build_cpu = cpu_seconds() - cpu_before;
-    let rss_after = status_bytes("VmRSS:");
-    let rss_peak = status_bytes("VmHWM:");
-    let load_after = load_average();
+    let rss_after = status_bytes(Process::This, "VmRSS").unwrap_or(0);
+    let rss_peak = status_bytes(Process::This, "VmHWM").unwrap_or(0);
+    let load_after = load_averages().map_or(0.0, |[one, ..]| one);
     let stats = index.stats().context("a ready index has figures")?;
 
     let git = root.join(".git").exists();
@@ -337,7 +339,7 @@ pub fn probe(args: &ProbeArgs) -> Result<()> {
 
     // Once the queries ran: an allocator may hand freed pages back only
     // on later calls.
-    let rss_end = status_bytes("VmRSS:");
+    let rss_end = status_bytes(Process::This, "VmRSS").unwrap_or(0);
     let figures = json!({
         "rss_end": rss_end,
         "files": stats.files,
@@ -399,39 +401,4 @@ fn timed(
         "same": same,
         "difference": difference.trim(),
     }))
-}
-
-/// A field of `/proc/self/status` given in kB, in bytes.
-fn status_bytes(field: &str) -> u64 {
-    fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
-/// Processor seconds (user and system) this process has used.
-fn cpu_seconds() -> f64 {
-    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which may hold spaces.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |n: usize| {
-        fields
-            .get(n)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime and stime, the 14th and 15th fields, in ticks of 1/100 s.
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
-
-/// The one-minute load average.
-fn load_average() -> f64 {
-    fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0)
 }

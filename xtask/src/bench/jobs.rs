@@ -2,6 +2,7 @@
 //! to the same command through `bash`, and what a `job_read` of an idle
 //! job costs next to a plain `read_file`.
 
+use agent_tools_test_support::measure::{Process, load_text, status_bytes};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
@@ -81,7 +82,7 @@ pub fn jobs(ctx: &Ctx<'_>) -> Result<Table> {
         steps.push(Box::new(|| read_small(&mut other.borrow_mut())));
         steps.push(Box::new(|| ping(&mut other.borrow_mut())));
     }
-    let load_polls = loadavg();
+    let load_polls = load_text();
     let stats = interleaved(polls, &mut steps)?;
     drop(steps);
     table.timed(
@@ -208,7 +209,7 @@ fn floods(
     settle: std::time::Duration,
 ) -> Result<(u64, u64, std::time::Duration, String)> {
     let pid = client.pid();
-    let before = rss_kib(pid)?;
+    let before = resident_kib(pid)?;
     let mut ids = Vec::new();
     for _ in 0..32 {
         let started = client.call("job_start", &json!({"command": "yes", "wait_ms": 0}))?;
@@ -219,32 +220,17 @@ fn floods(
     let answering = std::time::Instant::now();
     client.call("read_file", &json!({"path": "small.txt"}))?;
     let answered = answering.elapsed();
-    let after = rss_kib(pid)?;
-    let load = loadavg();
+    let after = resident_kib(pid)?;
+    let load = load_text();
     for id in ids {
         let _ = client.call("job_kill", &json!({"job_id": id, "signal": "KILL"}));
     }
     Ok((before, after, answered, load))
 }
 
-/// The first three fields of `/proc/loadavg`.
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".to_owned())
-}
-
-/// A process's resident memory in KiB, from `/proc/PID/status`.
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+/// A process's resident memory in KiB.
+fn resident_kib(pid: u32) -> Result<u64> {
+    status_bytes(Process::Pid(pid), "VmRSS")
+        .map(|bytes| bytes / 1024)
         .ok_or_else(|| anyhow::anyhow!("no VmRSS for {pid}"))
 }

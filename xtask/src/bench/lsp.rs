@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use agent_tools::{AgentTools, Config, LspOptions, Surface as _};
 use agent_tools_surface_default::DefaultSurface;
 use agent_tools_test_support::mcp::McpClient;
+use agent_tools_test_support::measure::load_text;
 use anyhow::{Context as _, Result, bail};
 use lsp_types::notification::{
     DidChangeTextDocument, DidOpenTextDocument, Exit, Initialized, Notification as _,
@@ -262,7 +263,7 @@ pub fn warm_pyright(ctx: &Ctx<'_>, table: &mut Table) -> Result<()> {
          version carrying `{ERROR_CODE}`. Load average at the end: {}.{}",
         pyright_version(&program).unwrap_or_else(|| "version unknown".to_owned()),
         build_of(ctx.exe()?),
-        load_average(),
+        load_text(),
         if behind <= GOAL_BEHIND_PYRIGHT {
             ""
         } else {
@@ -302,14 +303,6 @@ fn build_of(exe: &Path) -> String {
         .filter(|name| matches!(*name, "debug" | "release"))
         .map_or(String::new(), |name| format!(", a {name} build"));
     format!("{}{kind}", exe.display())
-}
-
-/// `/proc/loadavg`'s three averages.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 /// Our server with `--lsp`, finding pyright on its `PATH`.

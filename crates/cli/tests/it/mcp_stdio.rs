@@ -7,6 +7,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use agent_tools_test_support::measure::{Process, status_bytes};
 use mcp_client::McpClient;
 use serde_json::{Value, json};
 
@@ -450,11 +451,7 @@ fn a_client_that_stops_reading_does_not_grow_the_server() {
         }
         stdin
     });
-    let rss = || -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    };
+    let rss = || -> u64 { status_bytes(Process::Pid(pid), "VmRSS").unwrap() / 1024 };
     let mut peak = 0;
     for _ in 0..40 {
         std::thread::sleep(Duration::from_millis(100));
@@ -577,12 +574,8 @@ fn commands_cannot_reach_the_server_through_their_parent() {
 
 /// Resident memory of process `pid`: (now, peak) in kB.
 fn rss_kb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| -> u64 {
-        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let field = |name: &str| status_bytes(Process::Pid(pid), name).unwrap() / 1024;
+    (field("VmRSS"), field("VmHWM"))
 }
 
 /// Reads messages until the response to `id`, and returns it with the

@@ -578,10 +578,8 @@ fn binary_and_utf16_large_files_are_refused_even_from_the_end() {
 
 /// The process's peak resident set size, in bytes.
 fn peak_rss() -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb * 1024
+    use agent_tools_test_support::measure::{Process, status_bytes};
+    status_bytes(Process::This, "VmHWM").unwrap()
 }
 
 #[test]
