@@ -249,6 +249,12 @@ impl OutputLog {
     pub(crate) fn file(&self) -> Option<&File> {
         self.file.as_ref()
     }
+
+    /// The room the tail takes in memory, for tests of the memory bound.
+    #[cfg(test)]
+    pub(crate) fn memory(&self) -> usize {
+        self.tail.capacity()
+    }
 }
 
 #[cfg(test)]

@@ -894,8 +894,10 @@ impl std::fmt::Debug for State {
     }
 }
 
-/// The file a job's raw output also goes to, written by the job's reader
-/// alone (outside the state's lock: a slow disk never holds up a read).
+/// The file a job's raw output also goes to when the caller asks (a named
+/// copy for people and other tools, apart from the job's own log file),
+/// written by the job's reader alone (outside the state's lock: a slow
+/// disk never holds up a read).
 struct LogFile {
     file: File,
     room: usize,
@@ -909,9 +911,9 @@ impl LogFile {
         let ok = self.file.write_all(&data[..take]).is_ok();
         self.room -= take;
         if ok && take < data.len() {
-            let _ = self
-                .file
-                .write_all(b"\n[the log file reached its cap; later output is only in memory]\n");
+            let _ = self.file.write_all(
+                b"\n[the log file reached its cap; the job's tools read its later output]\n",
+            );
         }
         ok && take == data.len()
     }
@@ -1969,6 +1971,231 @@ mod tests {
         }
         let expected: String = (1..=5000).map(|n| format!("{n}\n")).collect();
         assert_eq!(text, expected);
+    }
+
+    /// Limits with a small memory tail, so that most of a log is read
+    /// from its file.
+    fn small_tail() -> JobLimits {
+        JobLimits {
+            max_log_bytes: 1024 * 1024,
+            memory_tail_bytes: 4096,
+            ..JobLimits::default()
+        }
+    }
+
+    fn lines(from: u32, to: u32) -> String {
+        (from..=to).map(|n| format!("{n}\n")).collect()
+    }
+
+    #[test]
+    fn output_older_than_the_memory_tail_is_read_from_the_log_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "seq 1 20000"), JobMode::Pipes))
+            .unwrap();
+        let whole = read_all(&job, &until_exit());
+        let expected = lines(1, 20000);
+        assert_eq!(whole.text, expected);
+        assert_eq!((whole.from, whole.dropped_bytes), (0, 0));
+        assert!(job.state().log.memory() <= 4096 * 2);
+        // From offset 0, the file's bytes; pages of an odd size cross the
+        // border between the file and memory without a seam.
+        let again = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!(again.text, expected);
+        let mut text = String::new();
+        let mut from = 0;
+        loop {
+            let page = job
+                .read(ReadFrom::Offset(from), 777, &Wait::none(), &no_cancel())
+                .unwrap();
+            assert_eq!(page.from, from, "a page starts where the last ended");
+            text.push_str(&page.text);
+            from = page.to;
+            if !page.more {
+                break;
+            }
+        }
+        assert_eq!(text, expected);
+        let end = whole.end;
+        let across = job
+            .read(
+                ReadFrom::Offset(end - 4096 - 6),
+                12,
+                &Wait::none(),
+                &no_cancel(),
+            )
+            .unwrap();
+        assert_eq!(
+            across.text.as_bytes(),
+            &expected.as_bytes()[(end - 4096 - 6) as usize..(end - 4096 + 6) as usize]
+        );
+    }
+
+    #[test]
+    fn cursor_reads_of_a_running_job_cross_the_border_without_a_seam() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "seq 1 20000; sleep 0.3; seq 20001 30000"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        // Fall behind by more than the memory tail before the first read.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < 100_000 {
+            assert!(Instant::now() < deadline, "the job printed too little");
+            thread::sleep(Duration::from_millis(10));
+        }
+        let mut text = String::new();
+        let mut last_to = 0;
+        loop {
+            let read = job
+                .read(
+                    ReadFrom::Cursor,
+                    3001,
+                    &Wait::until_exit(Duration::from_secs(20)),
+                    &no_cancel(),
+                )
+                .unwrap();
+            assert_eq!(read.from, last_to, "a cursor read skipped or repeated");
+            last_to = read.to;
+            text.push_str(&read.text);
+            if !read.status.is_running() && !read.more {
+                break;
+            }
+        }
+        assert_eq!(text, lines(1, 30000));
+    }
+
+    #[test]
+    fn a_flood_keeps_only_its_tail_in_memory_and_the_rest_of_its_cap_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "yes"), JobMode::Pipes))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while job.output_end() < 3 * 1024 * 1024 {
+            assert!(Instant::now() < deadline, "the flood stalled");
+            thread::sleep(Duration::from_millis(20));
+        }
+        let read = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert!(read.dropped_bytes > 0);
+        assert_eq!(read.from, read.dropped_bytes);
+        assert!(read.end - read.dropped_bytes <= 1024 * 1024);
+        assert!(read.text.starts_with("y\ny\n"));
+        assert!(read.text.split_terminator('\n').all(|line| line == "y"));
+        assert!(job.retained_bytes() <= 1024 * 1024);
+        assert!(job.state().log.memory() <= 4096 * 2);
+        job.kill(Signal::SIGKILL);
+    }
+
+    #[test]
+    fn a_log_file_that_cannot_be_read_is_an_error_then_the_tail_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "seq 1 20000"), JobMode::Pipes))
+            .unwrap();
+        let end = read_all(&job, &until_exit()).end;
+        // Someone cut the file under the job.
+        job.state().log.file().unwrap().set_len(10).unwrap();
+        let err = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap_err();
+        let kept_from = end - 4096;
+        match &err {
+            JobError::LogUnreadable {
+                id,
+                reason,
+                kept_from: from,
+            } => {
+                assert_eq!((*id, *from), (job.id(), kept_from));
+                assert!(reason.contains("it was cut"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(err.to_string().contains("could not be read"), "{err}");
+        assert_eq!(ToolError::from(err).code(), ErrorCode::IoError);
+        // What is in memory is read on, the rest counted as dropped.
+        let after = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!((after.from, after.dropped_bytes), (kept_from, kept_from));
+        assert!(after.text.ends_with("19999\n20000\n"), "{}", after.text);
+    }
+
+    #[test]
+    fn a_spill_folder_that_cannot_hold_the_log_file_leaves_it_to_the_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "").unwrap();
+        let table = JobTable::new(small_tail());
+        let request = RunRequest::new("seq 1 20000", dir.path(), blocker.join("spill")).unwrap();
+        let job = table.start(JobSpec::new(request, JobMode::Pipes)).unwrap();
+        let _ = read_all(&job, &until_exit());
+        assert!(job.state().log.file().is_some());
+        let read = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!(read.text, lines(1, 20000));
+    }
+
+    #[test]
+    fn running_jobs_logs_count_against_the_table_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_log_bytes: 1000,
+            max_table_log_bytes: 2500,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let chatty = || {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "head -c 1000 /dev/zero; exec sleep 30"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while job.output_end() < 1000 {
+                assert!(Instant::now() < deadline, "the job printed too little");
+                thread::sleep(Duration::from_millis(10));
+            }
+            job
+        };
+        let first = chatty();
+        let _second = chatty();
+        // Two running logs of 1000 leave no room for a third within 2500.
+        let refused = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            JobError::LogTotal {
+                kept: 2000,
+                log: 1000,
+                limit: 2500
+            }
+        );
+        assert!(refused.to_string().contains("kill a job"), "{refused}");
+        assert_eq!(ToolError::from(refused).code(), ErrorCode::InvalidInput);
+        // Once one is killed, its record is forgotten for the new job.
+        first.kill(Signal::SIGKILL);
+        let third = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(
+            table.get(first.id()).unwrap_err(),
+            JobError::UnknownJob(first.id())
+        );
+        assert!(table.get(third.id()).is_ok());
     }
 
     #[test]
