@@ -184,10 +184,15 @@ impl OutputLog {
         self.start = self.start.max(self.tail_start());
     }
 
-    /// Gives back the room the tail will not use: once the job's output
-    /// has ended, an exited job's record holds only what it printed.
+    /// Gives back the room the tail will not use once the job's output
+    /// has ended: an exited job's record holds only what it printed, and
+    /// no file when all it kept is in memory (records of short jobs hold
+    /// no descriptor).
     pub(crate) fn shrink(&mut self) {
         self.tail.shrink_to_fit();
+        if self.start >= self.tail_start() {
+            self.file = None;
+        }
     }
 
     /// The bytes of `[from, to)`, clamped to what is kept: the older ones
@@ -331,6 +336,16 @@ mod tests {
         append(&mut log, &writer, OutputStream::Stdout, b"ABCDEFGHIJKLMNOP");
         assert_eq!((log.start(), log.end()), (18, 28));
         assert_eq!(log.read(0, u64::MAX).unwrap(), b"GHIJKLMNOP");
+        // At the end the file stays: it holds what memory does not.
+        log.shrink();
+        assert!(log.file().is_some());
+        assert_eq!(log.read(0, u64::MAX).unwrap(), b"GHIJKLMNOP");
+        // A log all in memory lets its file go.
+        let (mut short, writer) = on_disk(&dir, 10, 4);
+        append(&mut short, &writer, OutputStream::Stdout, b"abc");
+        short.shrink();
+        assert!(short.file().is_none());
+        assert_eq!(short.read(0, u64::MAX).unwrap(), b"abc");
     }
 
     #[test]

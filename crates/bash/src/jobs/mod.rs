@@ -18,8 +18,9 @@
 //!   ([`JobRead::dropped_bytes`]) and reading goes on, so a chatty job never
 //!   blocks. The log is in a file of the job's (unnamed, on disk); only its
 //!   newest [`JobLimits::memory_tail_bytes`] are also in memory, so a
-//!   server running many chatty jobs holds little of their output. Reads go by cursor (new since the last cursor read) or by byte
-//!   offset, and come back as plain text: escapes stripped, carriage-return
+//!   server running many chatty jobs holds little of their output. Reads
+//!   go by cursor (new since the last cursor read) or by byte offset, and
+//!   come back as plain text: escapes stripped, carriage-return
 //!   progress lines collapsed, UTF-8 never split.
 //! * **Waits.** A read may wait ([`Wait`]): until the job exits, a pattern
 //!   shows in the new output, the output settles, or a deadline, bounded
@@ -90,7 +91,8 @@ pub const MAX_TERMINAL_JOBS_PER_SERVER: usize = 64;
 /// Exited jobs one table keeps, with their logs (default); past it the
 /// oldest exited one is forgotten when a new job starts.
 pub const DEFAULT_MAX_EXITED_JOBS: usize = 64;
-/// The newest bytes of output kept per job (default): 8 MiB.
+/// The newest bytes of output kept per job (default): 8 MiB, in the job's
+/// log file ([`DEFAULT_MEMORY_TAIL_BYTES`] of them in memory too).
 pub const DEFAULT_MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
 /// The output bytes one table keeps across its jobs (default): 256 MiB.
 /// Past it, starting a job forgets the oldest exited jobs first, and is
