@@ -131,7 +131,7 @@ pub(crate) fn bash_output(
         BASH_OUTPUT_BYTES,
         &Wait::none(),
         call.cancel.flag(),
-    );
+    )?;
     let (mut stdout, mut stderr) = (String::new(), String::new());
     for (stream, text) in &read.parts {
         match stream {
@@ -192,7 +192,7 @@ pub(crate) fn task_output(
         Wait::none()
     };
     // The wait, then the whole output's tail (the cursor is BashOutput's).
-    let waited = job.read(ReadFrom::Tail(0), 0, &wait, call.cancel.flag());
+    let waited = job.read(ReadFrom::Tail(0), 0, &wait, call.cancel.flag())?;
     let status = waited.status;
     let retrieval = match (&status, block) {
         (JobStatus::Running, true) => "timeout",
@@ -204,7 +204,7 @@ pub(crate) fn task_output(
         TASK_MAX_OUTPUT_CHARS * 4,
         &Wait::none(),
         call.cancel.flag(),
-    );
+    )?;
     let chars = tail.text.chars().count();
     let output = if chars > TASK_MAX_OUTPUT_CHARS || tail.from > 0 {
         let skip = chars.saturating_sub(TASK_MAX_OUTPUT_CHARS);
@@ -272,12 +272,14 @@ fn stall_note(job: &Job, status: &JobStatus) -> Option<String> {
     if !status.is_running() || job.quiet_for() < STALL {
         return None;
     }
-    let tail = job.read(
-        ReadFrom::Tail(1024),
-        1024,
-        &Wait::none(),
-        &std::sync::atomic::AtomicBool::new(false),
-    );
+    let tail = job
+        .read(
+            ReadFrom::Tail(1024),
+            1024,
+            &Wait::none(),
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .ok()?;
     let last = tail.text.trim_end_matches('\n').rsplit('\n').next()?;
     looks_like_prompt(last).then(|| STALL_NOTE.to_owned())
 }

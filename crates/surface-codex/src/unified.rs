@@ -251,7 +251,7 @@ pub(crate) fn exec_command(
         COLLECT_BYTES,
         &Wait::until_exit(Duration::from_millis(yield_ms)),
         call.cancel.flag(),
-    );
+    )?;
     let tokens = whole(args.max_output_tokens.as_ref(), MAX_OUTPUT_TOKENS);
     let text = answer(
         started.elapsed(),
@@ -316,7 +316,7 @@ pub(crate) fn write_stdin(
         COLLECT_BYTES,
         &Wait::until_exit(Duration::from_millis(yield_ms)),
         call.cancel.flag(),
-    );
+    )?;
     let tokens = whole(args.max_output_tokens.as_ref(), MAX_OUTPUT_TOKENS);
     let text = answer(started.elapsed(), &read.status, shown, &read.text, tokens);
     if !read.status.is_running() {

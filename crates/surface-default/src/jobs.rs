@@ -399,12 +399,14 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
     if let Some(input) = &args.input {
         job.write(input.as_bytes(), &[]).map_err(ToolError::from)?;
     }
-    let read = job.read(
-        ReadFrom::Cursor,
-        output_budget(services, false),
-        &wait,
-        call.cancel.flag(),
-    );
+    let read = job
+        .read(
+            ReadFrom::Cursor,
+            output_budget(services, false),
+            &wait,
+            call.cancel.flag(),
+        )
+        .map_err(ToolError::from)?;
     Ok(view(&job, &read, None).to_string())
 }
 
@@ -420,7 +422,9 @@ fn read(services: &Services, args: JobReadArgs, call: &CallContext) -> ToolResul
     let max = args.max_bytes.map_or(budget, |m| {
         usize::try_from(m).unwrap_or(usize::MAX).min(budget)
     });
-    let read = job.read(from, max, &wait, call.cancel.flag());
+    let read = job
+        .read(from, max, &wait, call.cancel.flag())
+        .map_err(ToolError::from)?;
     let screen = if args.screen {
         Some(screen_of(&job, budget))
     } else {
@@ -453,12 +457,14 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
         job.write(input.as_bytes(), &keys)
             .map_err(ToolError::from)?;
     }
-    let read = job.read(
-        ReadFrom::Cursor,
-        output_budget(services, false),
-        &wait,
-        call.cancel.flag(),
-    );
+    let read = job
+        .read(
+            ReadFrom::Cursor,
+            output_budget(services, false),
+            &wait,
+            call.cancel.flag(),
+        )
+        .map_err(ToolError::from)?;
     Ok(view(&job, &read, None).to_string())
 }
 
@@ -473,12 +479,14 @@ fn kill(services: &Services, args: JobKillArgs, call: &CallContext) -> ToolResul
         KillSignal::Kill => Signal::SIGKILL,
     };
     job.kill(signal);
-    let read = job.read(
-        ReadFrom::Cursor,
-        output_budget(services, false),
-        &Wait::until_exit(agent_tools_bash::jobs::EXIT_DRAIN),
-        call.cancel.flag(),
-    );
+    let read = job
+        .read(
+            ReadFrom::Cursor,
+            output_budget(services, false),
+            &Wait::until_exit(agent_tools_bash::jobs::EXIT_DRAIN),
+            call.cancel.flag(),
+        )
+        .map_err(ToolError::from)?;
     Ok(view(&job, &read, None).to_string())
 }
 

@@ -241,7 +241,7 @@ pub(crate) fn start_process(
         .start(JobSpec::new(request, JobMode::TERMINAL))
         .map_err(ToolError::from)?;
     let wait = Wait::for_output(wait_ms(Some(args.timeout_ms), 0), None);
-    let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag());
+    let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag())?;
     let mut text = format!(
         "Process started with PID {} (shell: {shell})\nInitial output:\n{}",
         job.pid(),
@@ -253,14 +253,14 @@ pub(crate) fn start_process(
 
 /// The lines of the job's output (its newest [`LINE_WINDOW`] bytes), a
 /// trailing unfinished line included.
-fn all_lines(job: &Job) -> Vec<String> {
+fn all_lines(job: &Job) -> ToolResult<Vec<String>> {
     let read = job.read(
         ReadFrom::Tail(LINE_WINDOW as u64),
         LINE_WINDOW,
         &Wait::none(),
         &AtomicBool::new(false),
-    );
-    lines_of(&read.text)
+    )?;
+    Ok(lines_of(&read.text))
 }
 
 fn lines_of(text: &str) -> Vec<String> {
@@ -292,9 +292,9 @@ pub(crate) fn read_process_output(
     let offset = args.offset.unwrap_or(0);
     let (header, lines, status) = if offset == 0 {
         let wait = Wait::for_output(wait_ms(args.timeout_ms, READ_WAIT_MS), None);
-        let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag());
+        let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag())?;
         let new = lines_of(&read.text);
-        let total = all_lines(&job).len();
+        let total = all_lines(&job)?.len();
         let shown: Vec<String> = new.into_iter().take(length).collect();
         (
             format!("[Reading {} new lines (total: {total} lines)]", shown.len()),
@@ -303,7 +303,7 @@ pub(crate) fn read_process_output(
         )
     } else {
         let status = job.status();
-        let lines = all_lines(&job);
+        let lines = all_lines(&job)?;
         let total = lines.len();
         if offset > 0 {
             let from = usize::try_from(offset).unwrap_or(usize::MAX).min(total);
@@ -368,7 +368,7 @@ pub(crate) fn interact_with_process(
     } else {
         Wait::for_output(max, None)
     };
-    let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag());
+    let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag())?;
     let timed_out = read.status.is_running() && read.waited + Duration::from_millis(5) >= max;
     let mut lines = lines_of(&read.text);
     // The terminal echoes what was typed; the prompt after the answer is
@@ -427,7 +427,9 @@ pub(crate) fn list_sessions(_: &Roots, _: NoArgs, call: &CallContext) -> ToolRes
             &Wait::none(),
             &AtomicBool::new(false),
         );
-        let blocked = job.quiet_for() >= SETTLE && prompt_of(&tail.text).is_some();
+        // A log that cannot be read shows no prompt; the listing goes on.
+        let blocked =
+            job.quiet_for() >= SETTLE && tail.is_ok_and(|tail| prompt_of(&tail.text).is_some());
         let _ = write!(
             text,
             "PID: {}, Blocked: {blocked}, Runtime: {}s",

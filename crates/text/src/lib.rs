@@ -9,7 +9,8 @@
 //! - [`TextFile`]: a faithful round trip, `bytes -> text -> bytes`, keeping the
 //!   BOM and the encoding.
 //! - [`truncate_utf8`]: cutting a string to a byte budget without splitting a
-//!   character.
+//!   character; [`utf8_boundary`] and [`utf8_char_start`]: the same at the
+//!   end and at the start of raw bytes.
 //! - [`NumberedLines`]: the `cat -n`-like view that `read_file` prints.
 //!
 //! ```
@@ -411,11 +412,36 @@ pub fn utf8_boundary(bytes: &[u8], max_bytes: usize) -> usize {
         return bytes.len();
     }
     let mut end = max_bytes;
-    // Continuation bytes are 0b10xx_xxxx; never back off more than a sequence.
-    while end > 0 && max_bytes - end < 3 && (bytes[end] & 0xC0) == 0x80 {
+    // Never back off more than a sequence.
+    while end > 0 && max_bytes - end < 3 && is_continuation(bytes[end]) {
         end -= 1;
     }
     end
+}
+
+/// Where the first character of `bytes` starts when `bytes` may begin in
+/// the middle of one (a read of a byte stream at an arbitrary offset): the
+/// number of leading continuation bytes, at most three (no UTF-8 sequence
+/// has more). Past three, or in bytes that are not UTF-8, nothing more is
+/// skipped: those bytes are invalid anyway, not part of a character that
+/// began earlier.
+///
+/// ```
+/// // "€" is E2 82 AC: from its second byte, the next character is 2 on.
+/// assert_eq!(agent_tools_text::utf8_char_start(&"€b".as_bytes()[1..]), 2);
+/// assert_eq!(agent_tools_text::utf8_char_start(b"abc"), 0);
+/// ```
+pub fn utf8_char_start(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|byte| is_continuation(**byte))
+        .count()
+}
+
+/// Whether `byte` continues a multi-byte UTF-8 sequence (`0b10xx_xxxx`).
+fn is_continuation(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
 }
 
 #[cfg(test)]

@@ -104,6 +104,22 @@ fn truncation_respects_char_boundaries() {
 }
 
 #[test]
+fn a_start_inside_a_character_moves_to_the_next_one() {
+    let text = "a€😀b".as_bytes();
+    // "a" (1 byte), "€" (3), "😀" (4), "b" (1).
+    let starts: Vec<usize> = (0..text.len())
+        .map(|at| at + utf8_char_start(&text[at..]))
+        .collect();
+    assert_eq!(starts, [0, 1, 4, 4, 4, 8, 8, 8, 8]);
+    assert_eq!(utf8_char_start(b""), 0);
+    assert_eq!(utf8_char_start(&[0x82]), 1);
+    // No sequence has four continuation bytes: the fourth is invalid on its
+    // own, left for the decoder to show as U+FFFD.
+    assert_eq!(utf8_char_start(&[0x80, 0x80, 0x80, 0x80, b'a']), 3);
+    assert_eq!(utf8_char_start(&[0xFF, 0x80]), 0);
+}
+
+#[test]
 fn numbered_view_format() {
     let view = number_lines(["\tindented", "crlf\r", ""].into_iter(), 9, 11);
     insta::assert_snapshot!(view, @r"

@@ -16,8 +16,11 @@
 //! * **Output.** A log per job keeps the newest
 //!   [`JobLimits::max_log_bytes`]; what falls off the front is counted
 //!   ([`JobRead::dropped_bytes`]) and reading goes on, so a chatty job never
-//!   blocks. Reads go by cursor (new since the last cursor read) or by byte
-//!   offset, and come back as plain text: escapes stripped, carriage-return
+//!   blocks. The log is in a file of the job's (unnamed, on disk); only its
+//!   newest [`JobLimits::memory_tail_bytes`] are also in memory, so a
+//!   server running many chatty jobs holds little of their output. Reads
+//!   go by cursor (new since the last cursor read) or by byte offset, and
+//!   come back as plain text: escapes stripped, carriage-return
 //!   progress lines collapsed, UTF-8 never split.
 //! * **Waits.** A read may wait ([`Wait`]): until the job exits, a pattern
 //!   shows in the new output, the output settles, or a deadline, bounded
@@ -36,7 +39,7 @@
 //! let request = RunRequest::new("echo ready; sleep 0.2; echo done", &dir, &dir).unwrap();
 //! let job = table.start(JobSpec::new(request, JobMode::Pipes)).unwrap();
 //! let wait = Wait::until_exit(Duration::from_secs(10));
-//! let read = job.read(ReadFrom::Cursor, 1 << 20, &wait, &AtomicBool::new(false));
+//! let read = job.read(ReadFrom::Cursor, 1 << 20, &wait, &AtomicBool::new(false)).unwrap();
 //! assert_eq!(read.text, "ready\ndone\n");
 //! assert!(!read.status.is_running());
 //! ```
@@ -51,6 +54,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -87,11 +91,21 @@ pub const MAX_TERMINAL_JOBS_PER_SERVER: usize = 64;
 /// Exited jobs one table keeps, with their logs (default); past it the
 /// oldest exited one is forgotten when a new job starts.
 pub const DEFAULT_MAX_EXITED_JOBS: usize = 64;
-/// The newest bytes of output kept per job (default): 8 MiB.
+/// The newest bytes of output kept per job (default): 8 MiB, in the job's
+/// log file ([`DEFAULT_MEMORY_TAIL_BYTES`] of them in memory too).
 pub const DEFAULT_MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
 /// The output bytes one table keeps across its jobs (default): 256 MiB.
-/// Past it, starting a job forgets the oldest exited jobs first.
+/// Past it, starting a job forgets the oldest exited jobs first, and is
+/// refused when the running ones' logs leave no room.
 pub const DEFAULT_MAX_TABLE_LOG_BYTES: usize = 256 * 1024 * 1024;
+/// The newest bytes of each job's log also kept in memory (default):
+/// 256 KiB; older ones are read from the job's log file. Four times what
+/// the output thread reads at once, and more than a surface's answer
+/// mostly takes (codex's 10,000 tokens, Claude Code's 30,000
+/// characters), so polls of a running job, and pattern waits on its new
+/// output, rarely touch the disk; and 32 floods hold 8 MiB, not 32 times
+/// their logs' cap.
+pub const DEFAULT_MEMORY_TAIL_BYTES: usize = 256 * 1024;
 /// The most bytes one write may send to a job (default): 64 KiB.
 pub const DEFAULT_MAX_WRITE_BYTES: usize = 64 * 1024;
 /// The longest any wait lasts, whatever was asked: under the 60 s after
@@ -148,8 +162,12 @@ pub struct JobLimits {
     /// Newest output bytes kept per job.
     pub max_log_bytes: usize,
     /// Output bytes kept across the table's jobs; exited ones are
-    /// forgotten, oldest first, to stay under it.
+    /// forgotten, oldest first, to stay under it, and a start is refused
+    /// when the running ones' logs leave no room for one more.
     pub max_table_log_bytes: usize,
+    /// The newest output bytes of each job also kept in memory (the rest
+    /// of its log is read from its log file).
+    pub memory_tail_bytes: usize,
     /// Bytes per write.
     pub max_write_bytes: usize,
 }
@@ -163,6 +181,7 @@ impl Default for JobLimits {
             max_exited: DEFAULT_MAX_EXITED_JOBS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             max_table_log_bytes: DEFAULT_MAX_TABLE_LOG_BYTES,
+            memory_tail_bytes: DEFAULT_MEMORY_TAIL_BYTES,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
         }
     }
@@ -315,6 +334,32 @@ pub enum JobError {
         /// What the system said.
         reason: String,
     },
+    /// The logs the table keeps, the running jobs' included, leave no
+    /// room for one more log.
+    #[error(
+        "the jobs of this connection hold {kept} bytes of output, and one more log of up to {log} bytes would pass the {limit} bytes they may hold together; kill a job you no longer need first (exited ones are forgotten to make room)"
+    )]
+    LogTotal {
+        /// The bytes the table's logs hold.
+        kept: usize,
+        /// The room one more log takes.
+        log: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The job's log file could not be read. The log holds only its
+    /// newest bytes (those in memory) from then on.
+    #[error(
+        "the log of job {id} could not be read ({reason}); its output before byte {kept_from} is lost, the rest can be read again"
+    )]
+    LogUnreadable {
+        /// The job.
+        id: u64,
+        /// What the system said.
+        reason: String,
+        /// The first offset still kept after.
+        kept_from: u64,
+    },
     /// The job could not be started.
     #[error("{0}")]
     Start(ToolError),
@@ -326,11 +371,12 @@ impl From<JobError> for ToolError {
             JobError::UnknownJob(_) | JobError::UnknownBackground(_) => ErrorCode::NotFound,
             JobError::WriteTooLarge { .. } => ErrorCode::TooLarge,
             JobError::WriteStalled { .. } => ErrorCode::Timeout,
-            JobError::Resize { .. } => ErrorCode::IoError,
+            JobError::Resize { .. } | JobError::LogUnreadable { .. } => ErrorCode::IoError,
             JobError::Start(inner) => return inner.clone(),
             JobError::TooManyRunning { .. }
             | JobError::TooManyBackground { .. }
             | JobError::TooManyTerminals { .. }
+            | JobError::LogTotal { .. }
             | JobError::Exited(_)
             | JobError::NoStdin(_)
             | JobError::NoTerminal(_)
@@ -489,8 +535,9 @@ struct Inner {
 /// oldest exited records of that kind go first, down to
 /// [`JobLimits::max_exited`], then more of them while the logs kept by
 /// the whole table leave no room for one more full log. Running jobs are
-/// never dropped.
-fn make_room(inner: &mut Inner, origin: JobOrigin, limits: &JobLimits) {
+/// never dropped. Returns the bytes the table's logs hold after, the
+/// running jobs' included.
+fn make_room(inner: &mut Inner, origin: JobOrigin, limits: &JobLimits) -> usize {
     let mut kept: usize = inner
         .jobs
         .values()
@@ -515,6 +562,7 @@ fn make_room(inner: &mut Inner, origin: JobOrigin, limits: &JobLimits) {
             kept = kept.saturating_sub(job.retained_bytes());
         }
     }
+    kept
 }
 
 impl Default for JobTable {
@@ -572,8 +620,20 @@ impl JobTable {
                 });
             }
         }
-        // Room for the new record: the oldest exited ones go first.
-        make_room(&mut inner, JobOrigin::Started, &self.limits);
+        // Room for the new record: the oldest exited ones go first. The
+        // running jobs' logs count too; when they alone leave no room for
+        // one more, the start is refused rather than the total passed.
+        let kept = make_room(&mut inner, JobOrigin::Started, &self.limits);
+        if kept.saturating_add(self.limits.max_log_bytes) > self.limits.max_table_log_bytes {
+            if terminal {
+                TERMINALS_IN_USE.fetch_sub(1, Ordering::SeqCst);
+            }
+            return Err(JobError::LogTotal {
+                kept,
+                log: self.limits.max_log_bytes,
+                limit: self.limits.max_table_log_bytes,
+            });
+        }
         inner.next_id += 1;
         let id = inner.next_id;
         inner.starting.insert(id, terminal);
@@ -618,7 +678,7 @@ impl JobTable {
     pub fn run(&self, request: &RunRequest, cancel: &AtomicBool) -> Result<RunOutcome, RunError> {
         let (mut result, held) = run_supervised(request, cancel, true);
         if let Some(held) = held
-            && let Err(refused) = self.adopt(request.command(), held)
+            && let Err(refused) = self.adopt(request.command(), held, request.spill_dir())
         {
             let stderr = match &mut result {
                 Ok(outcome) => Some(&mut outcome.stderr),
@@ -640,9 +700,10 @@ impl JobTable {
         result
     }
 
-    /// Makes `held` a background job of the table, or stops it when the
-    /// table runs its most background jobs already.
-    fn adopt(&self, command: &str, held: Held) -> Result<(), JobError> {
+    /// Makes `held` a background job of the table (its log file in
+    /// `log_dir`), or stops it when the table runs its most background
+    /// jobs already.
+    fn adopt(&self, command: &str, held: Held, log_dir: &Path) -> Result<(), JobError> {
         let mut inner = self.lock();
         let running = inner
             .background
@@ -653,7 +714,7 @@ impl JobTable {
             drop(inner);
             // Under a job of its own (never listed), so that the kill is
             // a job's: the whole tree, TERM then KILL.
-            if let Ok(job) = Job::adopt(0, command, held, &self.limits) {
+            if let Ok(job) = Job::adopt(0, command, held, &self.limits, None) {
                 job.kill(Signal::SIGTERM);
             }
             return Err(JobError::TooManyBackground {
@@ -665,7 +726,7 @@ impl JobTable {
         let id = inner.next_background_id;
         // Only a thread that cannot be started fails this, and the
         // launcher was killed then.
-        if let Ok(job) = Job::adopt(id, command, held, &self.limits) {
+        if let Ok(job) = Job::adopt(id, command, held, &self.limits, Some(log_dir)) {
             inner.background.insert(id, Arc::new(job));
         }
         Ok(())
@@ -771,6 +832,8 @@ struct Launched {
     master: Option<OwnedFd>,
     screen: Option<vt100::Parser>,
     log_file: Option<(File, String)>,
+    /// Where the job's own log file is made (see [`log::create_file`]).
+    log_dir: Option<PathBuf>,
 }
 
 /// The output pipes still open, as the reader's sources.
@@ -833,8 +896,10 @@ impl std::fmt::Debug for State {
     }
 }
 
-/// The file a job's raw output also goes to, written by the job's reader
-/// alone (outside the state's lock: a slow disk never holds up a read).
+/// The file a job's raw output also goes to when the caller asks (a named
+/// copy for people and other tools, apart from the job's own log file),
+/// written by the job's reader alone (outside the state's lock: a slow
+/// disk never holds up a read).
 struct LogFile {
     file: File,
     room: usize,
@@ -848,21 +913,24 @@ impl LogFile {
         let ok = self.file.write_all(&data[..take]).is_ok();
         self.room -= take;
         if ok && take < data.len() {
-            let _ = self
-                .file
-                .write_all(b"\n[the log file reached its cap; later output is only in memory]\n");
+            let _ = self.file.write_all(
+                b"\n[the log file reached its cap; the job's tools read its later output]\n",
+            );
         }
         ok && take == data.len()
     }
 }
 
 impl State {
-    fn push(&mut self, stream: OutputStream, data: &[u8]) {
-        self.log.push(stream, data);
+    /// Appends output (see [`log::OutputLog::push`]); false once the log
+    /// has given up its file.
+    fn push(&mut self, stream: OutputStream, data: &[u8], stored: bool) -> bool {
+        let keeps_file = self.log.push(stream, data, stored);
         self.last_output = Some(Instant::now());
         if let Some(screen) = &mut self.screen {
             screen.process(data);
         }
+        keeps_file
     }
 }
 
@@ -970,14 +1038,21 @@ impl Job {
                 master,
                 screen,
                 log_file,
+                log_dir: Some(request.spill_dir().to_path_buf()),
             },
             limits,
         )
     }
 
     /// What a plain command left running in the background, under its
-    /// launcher, as a job of its own.
-    fn adopt(id: u64, command: &str, held: Held, limits: &JobLimits) -> Result<Job, JobError> {
+    /// launcher, as a job of its own (its log file in `log_dir`).
+    fn adopt(
+        id: u64,
+        command: &str,
+        held: Held,
+        limits: &JobLimits,
+        log_dir: Option<&Path>,
+    ) -> Result<Job, JobError> {
         let Held {
             launcher,
             stdout,
@@ -994,6 +1069,7 @@ impl Job {
                 master: None,
                 screen: None,
                 log_file: None,
+                log_dir: log_dir.map(Path::to_path_buf),
             },
             limits,
         )
@@ -1012,6 +1088,7 @@ impl Job {
             master,
             screen,
             log_file,
+            log_dir,
         } = launched;
         let start_err = |what: &str, err: &dyn std::fmt::Display| {
             JobError::Start(ToolError::new(
@@ -1040,9 +1117,18 @@ impl Job {
             }
             None => None,
         };
+        // A log that fits its memory tail needs no file.
+        let (store, ring) = if limits.max_log_bytes > limits.memory_tail_bytes {
+            match log::create_file(log_dir.as_deref(), limits.max_log_bytes) {
+                Some((file, writer)) => (Some(file), Some(writer)),
+                None => (None, None),
+            }
+        } else {
+            (None, None)
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                log: log::OutputLog::new(limits.max_log_bytes),
+                log: log::OutputLog::new(limits.max_log_bytes, limits.memory_tail_bytes, store),
                 cursor: 0,
                 status: None,
                 exited_at: None,
@@ -1071,7 +1157,7 @@ impl Job {
         let reader = thread::Builder::new()
             .name("job-output".into())
             .stack_size(256 * 1024)
-            .spawn(move || pump(sources, file, &reader_shared));
+            .spawn(move || pump(sources, file, ring, &reader_shared));
         if let Err(err) = reader {
             let _ = signal_group(pid, Some(Signal::SIGKILL), false);
             return Err(start_err("start the output thread", &err));
@@ -1142,7 +1228,7 @@ impl Job {
         self.state().last_output.unwrap_or(self.started).elapsed()
     }
 
-    /// The bytes of output the job's log holds.
+    /// The bytes of output the job's log holds (in its file and memory).
     pub fn retained_bytes(&self) -> usize {
         let state = self.state();
         usize::try_from(state.log.end() - state.log.start()).unwrap_or(usize::MAX)
@@ -1160,13 +1246,17 @@ impl Job {
 
     /// Waits as `wait` says, then returns at most `max_bytes` of output
     /// from `from`.
+    ///
+    /// Fails only when the job's log file cannot be read
+    /// ([`JobError::LogUnreadable`]); the log then keeps only what it has
+    /// in memory, and the next read answers from there.
     pub fn read(
         &self,
         from: ReadFrom,
         max_bytes: usize,
         wait: &Wait,
         cancel: &AtomicBool,
-    ) -> JobRead {
+    ) -> Result<JobRead, JobError> {
         let started = Instant::now();
         let deadline = started + wait.max.min(MAX_WAIT);
         // Only the state's lock is taken, and a wait lets go of it: a
@@ -1190,7 +1280,11 @@ impl Job {
                     .saturating_sub(1024)
                     .max(origin)
                     .max(end.saturating_sub(PATTERN_WINDOW));
-                if pattern.is_match(&plain::render(&state.log.slice(look_from, end))) {
+                let bytes = state
+                    .log
+                    .read(look_from, end)
+                    .map_err(|err| self.unreadable(&mut state, &err))?;
+                if pattern.is_match(&plain::render(&bytes)) {
                     matched = Some(true);
                     break;
                 }
@@ -1234,24 +1328,31 @@ impl Job {
             ReadFrom::Cursor => origin.max(state.cursor),
             _ => origin,
         };
+        let end = state.log.end();
+        let start = origin.clamp(state.log.start(), end);
+        // One read of the log: up to three bytes more at the front, in
+        // case it starts inside a character.
+        let window = state
+            .log
+            .read(
+                start,
+                end.min(start.saturating_add(max_bytes as u64).saturating_add(3)),
+            )
+            .map_err(|err| self.unreadable(&mut state, &err))?;
         let log = &state.log;
-        let end = log.end();
-        let mut start = origin.clamp(log.start(), end);
-        let head = log.slice(start, (start + 3).min(end));
         // Never start inside a character.
-        start += head.iter().take_while(|b| **b & 0xC0 == 0x80).count() as u64;
-        let from = start;
+        let skip = agent_tools_text::utf8_char_start(&window);
+        let from = start + skip as u64;
         let mut to = end.min(from.saturating_add(max_bytes as u64));
+        let at = |offset: u64| usize::try_from(offset - start).unwrap_or(usize::MAX);
         if to < end || !finished {
-            let bytes = log.slice(from, to);
-            to -= plain::unfinished_tail(&bytes) as u64;
+            to -= plain::unfinished_tail(&window[skip..at(to)]) as u64;
         }
-        let bytes = log.slice(from, to);
-        let text = plain::render(&bytes);
+        let text = plain::render(&window[skip..at(to)]);
         let parts = log
             .runs_in(from, to)
             .into_iter()
-            .map(|(stream, a, b)| (stream, plain::render(&log.slice(a, b))))
+            .map(|(stream, a, b)| (stream, plain::render(&window[at(a)..at(b)])))
             .collect();
         let read = JobRead {
             from,
@@ -1268,7 +1369,18 @@ impl Job {
         if kind == ReadFrom::Cursor {
             state.cursor = state.cursor.max(read.to);
         }
-        read
+        Ok(read)
+    }
+
+    /// The error of a read of the log file that failed; the log keeps
+    /// only what it has in memory from then on.
+    fn unreadable(&self, state: &mut State, err: &io::Error) -> JobError {
+        state.log.lose_file();
+        JobError::LogUnreadable {
+            id: self.id,
+            reason: err.to_string(),
+            kept_from: state.log.start(),
+        }
     }
 
     /// Types `input` and then `keys` (names, see [`KEY_NAMES`]) into a
@@ -1505,9 +1617,16 @@ fn reap(mut child: Child, shared: &Shared, terminal: bool) {
     shared.changed.notify_all();
 }
 
-/// Moves the job's output into its log until every source has ended. A
-/// terminal's master reads `EIO` once no process holds the slave: its end.
-fn pump(mut sources: Vec<(File, OutputStream)>, mut log_file: Option<LogFile>, shared: &Shared) {
+/// Moves the job's output into its log (its file through `ring`, written
+/// outside the state's lock, so a slow disk never holds up a read) until
+/// every source has ended. A terminal's master reads `EIO` once no process
+/// holds the slave: its end.
+fn pump(
+    mut sources: Vec<(File, OutputStream)>,
+    mut log_file: Option<LogFile>,
+    mut ring: Option<log::RingWriter>,
+    shared: &Shared,
+) {
     let mut buf = vec![0u8; READ_CHUNK];
     while !sources.is_empty() {
         let ready: Vec<bool> = {
@@ -1531,9 +1650,21 @@ fn pump(mut sources: Vec<(File, OutputStream)>, mut log_file: Option<LogFile>, s
             match file.read(&mut buf) {
                 Ok(0) => ended.push(index),
                 Ok(n) => {
+                    let mut stored = true;
+                    if let Some(writer) = &ring {
+                        let at = shared
+                            .state
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .log
+                            .begin_push(n);
+                        stored = writer.write(at, &buf[..n]).is_ok();
+                    }
                     {
                         let mut state = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
-                        state.push(*stream, &buf[..n]);
+                        if !state.push(*stream, &buf[..n], stored) {
+                            ring = None;
+                        }
                         shared.changed.notify_all();
                     }
                     if let Some(log) = &mut log_file
@@ -1578,6 +1709,7 @@ mod tests {
 
     fn read_all(job: &Job, wait: &Wait) -> JobRead {
         job.read(ReadFrom::Cursor, 1 << 20, wait, &no_cancel())
+            .unwrap()
     }
 
     #[test]
@@ -1590,12 +1722,14 @@ mod tests {
                 JobMode::Pipes,
             ))
             .unwrap();
-        let first = job.read(
-            ReadFrom::Cursor,
-            1 << 20,
-            &Wait::for_output(Duration::from_secs(10), Some(Regex::new("two").unwrap())),
-            &no_cancel(),
-        );
+        let first = job
+            .read(
+                ReadFrom::Cursor,
+                1 << 20,
+                &Wait::for_output(Duration::from_secs(10), Some(Regex::new("two").unwrap())),
+                &no_cancel(),
+            )
+            .unwrap();
         assert_eq!(first.matched, Some(true));
         assert!(first.status.is_running());
         assert_eq!(first.text, "one\ntwo\n");
@@ -1617,9 +1751,13 @@ mod tests {
                 killed: false
             }
         );
-        let again = job.read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel());
+        let again = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
         assert_eq!(again.text, "one\ntwo\nthree\n");
-        let tail = job.read(ReadFrom::Tail(6), 1 << 20, &Wait::none(), &no_cancel());
+        let tail = job
+            .read(ReadFrom::Tail(6), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
         assert_eq!(tail.text, "three\n");
         assert_eq!(read_all(&job, &Wait::none()).text, "");
     }
@@ -1731,7 +1869,9 @@ mod tests {
             assert!(Instant::now() < deadline, "the flood stalled");
             thread::sleep(Duration::from_millis(20));
         }
-        let read = job.read(ReadFrom::Cursor, 4096, &Wait::none(), &no_cancel());
+        let read = job
+            .read(ReadFrom::Cursor, 4096, &Wait::none(), &no_cancel())
+            .unwrap();
         assert!(read.dropped_bytes > 0);
         assert_eq!(read.from, read.dropped_bytes);
         assert!(read.more);
@@ -1805,7 +1945,9 @@ mod tests {
         let second = read_all(&job, &until_exit());
         assert_eq!(second.text, "\u{20ac}b\n");
         // An offset inside the character starts after it.
-        let inside = job.read(ReadFrom::Offset(2), 100, &Wait::none(), &no_cancel());
+        let inside = job
+            .read(ReadFrom::Offset(2), 100, &Wait::none(), &no_cancel())
+            .unwrap();
         assert_eq!(inside.text, "b\n");
     }
 
@@ -1820,7 +1962,9 @@ mod tests {
         let mut text = String::new();
         let mut from = 0;
         loop {
-            let page = job.read(ReadFrom::Offset(from), 1000, &Wait::none(), &no_cancel());
+            let page = job
+                .read(ReadFrom::Offset(from), 1000, &Wait::none(), &no_cancel())
+                .unwrap();
             text.push_str(&page.text);
             from = page.to;
             if !page.more {
@@ -1829,6 +1973,231 @@ mod tests {
         }
         let expected: String = (1..=5000).map(|n| format!("{n}\n")).collect();
         assert_eq!(text, expected);
+    }
+
+    /// Limits with a small memory tail, so that most of a log is read
+    /// from its file.
+    fn small_tail() -> JobLimits {
+        JobLimits {
+            max_log_bytes: 1024 * 1024,
+            memory_tail_bytes: 4096,
+            ..JobLimits::default()
+        }
+    }
+
+    fn lines(from: u32, to: u32) -> String {
+        (from..=to).map(|n| format!("{n}\n")).collect()
+    }
+
+    #[test]
+    fn output_older_than_the_memory_tail_is_read_from_the_log_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "seq 1 20000"), JobMode::Pipes))
+            .unwrap();
+        let whole = read_all(&job, &until_exit());
+        let expected = lines(1, 20000);
+        assert_eq!(whole.text, expected);
+        assert_eq!((whole.from, whole.dropped_bytes), (0, 0));
+        assert!(job.state().log.memory() <= 4096 * 2);
+        // From offset 0, the file's bytes; pages of an odd size cross the
+        // border between the file and memory without a seam.
+        let again = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!(again.text, expected);
+        let mut text = String::new();
+        let mut from = 0;
+        loop {
+            let page = job
+                .read(ReadFrom::Offset(from), 777, &Wait::none(), &no_cancel())
+                .unwrap();
+            assert_eq!(page.from, from, "a page starts where the last ended");
+            text.push_str(&page.text);
+            from = page.to;
+            if !page.more {
+                break;
+            }
+        }
+        assert_eq!(text, expected);
+        let end = whole.end;
+        let across = job
+            .read(
+                ReadFrom::Offset(end - 4096 - 6),
+                12,
+                &Wait::none(),
+                &no_cancel(),
+            )
+            .unwrap();
+        assert_eq!(
+            across.text.as_bytes(),
+            &expected.as_bytes()[(end - 4096 - 6) as usize..(end - 4096 + 6) as usize]
+        );
+    }
+
+    #[test]
+    fn cursor_reads_of_a_running_job_cross_the_border_without_a_seam() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(
+                request(&dir, "seq 1 20000; sleep 0.3; seq 20001 30000"),
+                JobMode::Pipes,
+            ))
+            .unwrap();
+        // Fall behind by more than the memory tail before the first read.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < 100_000 {
+            assert!(Instant::now() < deadline, "the job printed too little");
+            thread::sleep(Duration::from_millis(10));
+        }
+        let mut text = String::new();
+        let mut last_to = 0;
+        loop {
+            let read = job
+                .read(
+                    ReadFrom::Cursor,
+                    3001,
+                    &Wait::until_exit(Duration::from_secs(20)),
+                    &no_cancel(),
+                )
+                .unwrap();
+            assert_eq!(read.from, last_to, "a cursor read skipped or repeated");
+            last_to = read.to;
+            text.push_str(&read.text);
+            if !read.status.is_running() && !read.more {
+                break;
+            }
+        }
+        assert_eq!(text, lines(1, 30000));
+    }
+
+    #[test]
+    fn a_flood_keeps_only_its_tail_in_memory_and_the_rest_of_its_cap_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "yes"), JobMode::Pipes))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while job.output_end() < 3 * 1024 * 1024 {
+            assert!(Instant::now() < deadline, "the flood stalled");
+            thread::sleep(Duration::from_millis(20));
+        }
+        let read = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert!(read.dropped_bytes > 0);
+        assert_eq!(read.from, read.dropped_bytes);
+        assert!(read.end - read.dropped_bytes <= 1024 * 1024);
+        assert!(read.text.starts_with("y\ny\n"));
+        assert!(read.text.split_terminator('\n').all(|line| line == "y"));
+        assert!(job.retained_bytes() <= 1024 * 1024);
+        assert!(job.state().log.memory() <= 4096 * 2);
+        job.kill(Signal::SIGKILL);
+    }
+
+    #[test]
+    fn a_log_file_that_cannot_be_read_is_an_error_then_the_tail_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::new(small_tail());
+        let job = table
+            .start(JobSpec::new(request(&dir, "seq 1 20000"), JobMode::Pipes))
+            .unwrap();
+        let end = read_all(&job, &until_exit()).end;
+        // Someone cut the file under the job.
+        job.state().log.file().unwrap().set_len(10).unwrap();
+        let err = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap_err();
+        let kept_from = end - 4096;
+        match &err {
+            JobError::LogUnreadable {
+                id,
+                reason,
+                kept_from: from,
+            } => {
+                assert_eq!((*id, *from), (job.id(), kept_from));
+                assert!(reason.contains("it was cut"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(err.to_string().contains("could not be read"), "{err}");
+        assert_eq!(ToolError::from(err).code(), ErrorCode::IoError);
+        // What is in memory is read on, the rest counted as dropped.
+        let after = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!((after.from, after.dropped_bytes), (kept_from, kept_from));
+        assert!(after.text.ends_with("19999\n20000\n"), "{}", after.text);
+    }
+
+    #[test]
+    fn a_spill_folder_that_cannot_hold_the_log_file_leaves_it_to_the_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "").unwrap();
+        let table = JobTable::new(small_tail());
+        let request = RunRequest::new("seq 1 20000", dir.path(), blocker.join("spill")).unwrap();
+        let job = table.start(JobSpec::new(request, JobMode::Pipes)).unwrap();
+        let _ = read_all(&job, &until_exit());
+        assert!(job.state().log.file().is_some());
+        let read = job
+            .read(ReadFrom::Offset(0), 1 << 20, &Wait::none(), &no_cancel())
+            .unwrap();
+        assert_eq!(read.text, lines(1, 20000));
+    }
+
+    #[test]
+    fn running_jobs_logs_count_against_the_table_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = JobLimits {
+            max_log_bytes: 1000,
+            max_table_log_bytes: 2500,
+            ..JobLimits::default()
+        };
+        let table = JobTable::new(limits);
+        let chatty = || {
+            let job = table
+                .start(JobSpec::new(
+                    request(&dir, "head -c 1000 /dev/zero; exec sleep 30"),
+                    JobMode::Pipes,
+                ))
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while job.output_end() < 1000 {
+                assert!(Instant::now() < deadline, "the job printed too little");
+                thread::sleep(Duration::from_millis(10));
+            }
+            job
+        };
+        let first = chatty();
+        let _second = chatty();
+        // Two running logs of 1000 leave no room for a third within 2500.
+        let refused = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            JobError::LogTotal {
+                kept: 2000,
+                log: 1000,
+                limit: 2500
+            }
+        );
+        assert!(refused.to_string().contains("kill a job"), "{refused}");
+        assert_eq!(ToolError::from(refused).code(), ErrorCode::InvalidInput);
+        // Once one is killed, its record is forgotten for the new job.
+        first.kill(Signal::SIGKILL);
+        let third = table
+            .start(JobSpec::new(request(&dir, "true"), JobMode::Pipes))
+            .unwrap();
+        assert_eq!(
+            table.get(first.id()).unwrap_err(),
+            JobError::UnknownJob(first.id())
+        );
+        assert!(table.get(third.id()).is_ok());
     }
 
     #[test]
@@ -1845,12 +2214,14 @@ mod tests {
         assert_eq!(read.text, "hello\n");
         assert!(read.waited < Duration::from_secs(3), "{:?}", read.waited);
         let cancel = AtomicBool::new(true);
-        let read = job.read(
-            ReadFrom::Cursor,
-            100,
-            &Wait::until_exit(Duration::from_secs(10)),
-            &cancel,
-        );
+        let read = job
+            .read(
+                ReadFrom::Cursor,
+                100,
+                &Wait::until_exit(Duration::from_secs(10)),
+                &cancel,
+            )
+            .unwrap();
         assert!(read.waited < Duration::from_secs(1));
         assert!(read.status.is_running());
         let pid = job.pid();
@@ -1992,15 +2363,16 @@ mod tests {
             max_exited: 2,
             ..JobLimits::default()
         };
+        let dir = tempfile::tempdir().unwrap();
         let table = JobTable::new(limits);
-        table.adopt("first &", held("one")).unwrap();
-        table.adopt("second &", held("two")).unwrap();
+        table.adopt("first &", held("one"), dir.path()).unwrap();
+        table.adopt("second &", held("two"), dir.path()).unwrap();
         // A third running one is past the cap: it is stopped, whole, and
         // leaves no record; the two running ones stay.
         let third = held("three");
         let pid = i32::try_from(third.launcher.id()).unwrap();
         assert_eq!(
-            table.adopt("third &", third),
+            table.adopt("third &", third, dir.path()),
             Err(JobError::TooManyBackground { limit: 2 })
         );
         assert!(!alive(pid), "the background job past the cap still runs");
@@ -2019,9 +2391,9 @@ mod tests {
         // Once one has ended there is room again; exited records past
         // max_exited go, the oldest first.
         table.background(1).unwrap().kill(Signal::SIGTERM);
-        table.adopt("fourth &", held("four")).unwrap();
+        table.adopt("fourth &", held("four"), dir.path()).unwrap();
         table.background(2).unwrap().kill(Signal::SIGTERM);
-        table.adopt("fifth &", held("five")).unwrap();
+        table.adopt("fifth &", held("five"), dir.path()).unwrap();
         let kept: Vec<(u64, bool)> = table
             .backgrounds()
             .iter()

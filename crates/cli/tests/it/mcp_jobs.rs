@@ -160,6 +160,47 @@ fn a_flood_stays_bounded_while_other_calls_answer() {
 }
 
 #[test]
+fn paging_from_offset_zero_reads_past_the_memory_tail_from_the_log_file() {
+    let (_outer, root) = sandbox();
+    let mut client = server(&root);
+    // About 575 KiB: more than a job keeps in memory (256 KiB).
+    let started = call(
+        &mut client,
+        "job_start",
+        json!({"command": "seq 1 100000", "wait_ms": 0}),
+    );
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let read = call(&mut client, "job_read", json!({"job_id": id, "from": -1}));
+        if read["status"] == "exited" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job did not end: {read}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let expected: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
+    let mut text = String::new();
+    let mut from = 0;
+    loop {
+        let page = call(
+            &mut client,
+            "job_read",
+            json!({"job_id": id, "from": from, "max_bytes": 65_537}),
+        );
+        assert_eq!(page["from"], from, "a page starts where the last ended");
+        assert_eq!(page["dropped_bytes"], 0);
+        text.push_str(page["output"].as_str().unwrap());
+        from = page["to"].as_u64().unwrap();
+        if page["more"] == false {
+            break;
+        }
+    }
+    assert_eq!(text.len(), expected.len());
+    assert!(text == expected, "the pages differ from the output");
+}
+
+#[test]
 fn ctrl_c_reaches_a_sleeping_command_without_a_terminal() {
     let (_outer, root) = sandbox();
     let mut client = server(&root);
