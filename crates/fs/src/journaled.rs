@@ -196,10 +196,11 @@ pub(crate) fn replacement(
     Ok(change)
 }
 
-/// Announces `change` when a call is recorded; the token confirms or
-/// withdraws it once the change was tried.
-pub(crate) fn announce(recorder: &Recorder, change: Change) -> ToolResult<Token> {
-    recorder.intent(change).map_err(journal_error)
+/// Announces `changes` of a call being recorded, for a change that has no
+/// file of its own to flush (a move, a delete): the journal's files are the
+/// round. The tokens confirm or withdraw each once tried.
+pub(crate) fn announce(recorder: &Recorder, changes: Vec<Change>) -> ToolResult<Vec<Token>> {
+    recorder.intents(changes).map_err(journal_error)
 }
 
 /// Confirms or withdraws an announced change as `result` says.

@@ -611,6 +611,7 @@ impl Journal {
                 notes: Vec::new(),
             }),
             to_flush: Mutex::new(Vec::new()),
+            log: Mutex::new(PendingLog::default()),
         });
         let previous = CURRENT.with(|current| current.replace(Some(Recorder(call.clone()))));
         CallScope { call, previous }
@@ -892,42 +893,78 @@ impl Journal {
         Ok(id)
     }
 
-    /// Writes a call's pending record; under [`Durability::Full`] it and
-    /// the contents `with` (and the directories holding them) are flushed
-    /// together, in parallel (the filesystem folds flushes made at once
-    /// into one commit), before the record takes its name, then its
-    /// directory is flushed.
-    fn write_pending(&self, record: &CallRecord, with: &[PathBuf]) -> Result<()> {
+    /// Appends one batch of a call's changes to its pending log
+    /// (`pending/<id>.json`, one JSON record a line: the call's fields as
+    /// they stand, and the changes not logged before), creating the log
+    /// with its first batch. Nothing is flushed here: under
+    /// [`Durability::Full`] the files to flush (the log, and its folder
+    /// when the log is new) are added to `flush`, which the caller flushes
+    /// in one round with the rest of the call's files, before any change
+    /// of the batch is made. A line is only appended once the one before it
+    /// was flushed, so a crash can tear only the last, whose changes were
+    /// then never made ([`read_pending`] drops it).
+    fn append_pending(
+        &self,
+        log: &mut PendingLog,
+        record: &CallRecord,
+        flush: &mut Vec<File>,
+    ) -> Result<()> {
         let pending = self.settings.dir.join("pending");
         let path = pending.join(record_name(record.id));
-        let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
+        let batch = CallRecord {
+            changes: record.changes[log.logged.min(record.changes.len())..].to_vec(),
+            ..record.clone()
+        };
+        let mut line = serde_json::to_vec(&batch).map_err(|err| JournalError::Corrupt {
             path: path.clone(),
             message: err.to_string(),
         })?;
-        if self.settings.durability != Durability::Full {
-            return write_replace(&path, &data, false);
+        line.push(b'\n');
+        let full = self.settings.durability == Durability::Full;
+        let created = log.file.is_none();
+        if created {
+            let file = OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io_err("writing", &path))?;
+            log.file = Some(file);
         }
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let temp = pending.join(format!(
-            "{}.tmp.{}.{}",
-            record_name(record.id),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| -> Result<()> {
-            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
-            let mut all = with.to_vec();
-            all.push(temp.clone());
-            flush_all(&all)?;
-            fs::rename(&temp, &path).map_err(io_err("writing", &path))?;
-            File::open(&pending)
-                .and_then(|dir| dir.sync_all())
-                .map_err(io_err("flushing", &pending))
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temp);
+        let Some(file) = log.file.as_mut() else {
+            return Ok(());
+        };
+        if let Err(err) = file.write_all(&line) {
+            if created {
+                // Nothing of it counts: a later batch starts a new log.
+                log.file = None;
+                let _ = fs::remove_file(&path);
+            }
+            return Err(io_err("writing", &path)(err));
         }
-        written
+        log.logged = record.changes.len();
+        if full {
+            flush.push(file.try_clone().map_err(io_err("flushing", &path))?);
+            if created {
+                flush.push(File::open(&pending).map_err(io_err("flushing", &pending))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `record` as a call's whole pending log, flushed (for tests
+    /// and tools that set one up by hand).
+    #[cfg(test)]
+    fn write_pending(&self, record: &CallRecord) -> Result<()> {
+        let path = self
+            .settings
+            .dir
+            .join("pending")
+            .join(record_name(record.id));
+        let _ = fs::remove_file(&path);
+        let mut log = PendingLog::default();
+        let mut flush = Vec::new();
+        self.append_pending(&mut log, record, &mut flush)?;
+        flush_files(&flush, &self.settings.dir)
     }
 
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
@@ -961,9 +998,21 @@ impl Journal {
         self.sweep_dead_temporaries(own)?;
         for id in self.ids("pending")? {
             let path = self.settings.dir.join("pending").join(record_name(id));
-            let Some(mut record) = read_record(&path)? else {
+            let Some(mut record) = read_pending(&path)? else {
                 continue;
             };
+            if record.id == 0 {
+                // Torn before its first batch was on disk (read under the
+                // lock, which every append holds, so not one being
+                // written): it announced nothing that was made.
+                tracing::info!(call = id, "removed a torn pending record");
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                    Err(err) => return Err(io_err("removing", &path)(err)),
+                }
+                continue;
+            }
             if record.pid != own && process_alive(record.pid) {
                 continue;
             }
@@ -986,7 +1035,7 @@ impl Journal {
     }
 
     /// Removes the temporary files (`NAME.tmp.PID.N`, see
-    /// [`write_replace`] and `write_pending`) that a process which died
+    /// [`write_replace`]) that a process which died
     /// mid-write left in `pending/` and `calls/`. A temporary record was
     /// never renamed into place, so nothing it announced was made; keeping
     /// it would only grow the folder. Another live process's (and this
@@ -1085,7 +1134,7 @@ impl Journal {
         let mut pending = Vec::new();
         for id in self.ids("pending")? {
             let path = self.settings.dir.join("pending").join(record_name(id));
-            pending.extend(read_record(&path)?);
+            pending.extend(read_pending(&path)?);
         }
         let pinned = self.pinned()?;
         let objects = self.list_objects()?;
@@ -1472,54 +1521,48 @@ fn linked_keys(record: &CallRecord) -> Vec<String> {
 /// disk, and the filesystem folds flushes made at once into one commit.
 const MAX_FLUSH_THREADS: usize = 16;
 
-/// Flushes the files `paths` and the directories holding them, all at
-/// once (scoped threads over a shared index).
-fn flush_all(paths: &[PathBuf]) -> Result<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let mut all: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-    let files = all.len();
+/// Opens the contents `paths` and the folders holding them, for a round
+/// of flushes ([`flush_files`]). A content swept by a prune meanwhile is
+/// skipped: the announcement naming it is refused under the lock.
+fn open_for_flush(paths: &[PathBuf], out: &mut Vec<File>) -> Result<()> {
     let mut dirs: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
     dirs.sort_unstable();
     dirs.dedup();
-    all.extend(dirs);
+    for path in paths.iter().map(PathBuf::as_path).chain(dirs) {
+        match File::open(path) {
+            Ok(file) => out.push(file),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(io_err("flushing", path)(err)),
+        }
+    }
+    Ok(())
+}
+
+/// Flushes `files` (contents, records, folders) all at once: scoped
+/// threads over a shared index, the calling thread one of them.
+fn flush_files(files: &[File], dir: &Path) -> Result<()> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failed: Mutex<Option<JournalError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..all.len().min(MAX_FLUSH_THREADS) {
-            scope.spawn(|| {
-                loop {
-                    let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = all.get(at) else {
-                        break;
-                    };
-                    // A file's data (and what is needed to read it back:
-                    // a linked file whose data is on disk costs nothing),
-                    // a directory's entries.
-                    let flushed = File::open(path).and_then(|file| {
-                        if at < files {
-                            file.sync_data()
-                        } else {
-                            file.sync_all()
-                        }
-                    });
-                    match flushed {
-                        Ok(()) => {}
-                        // Swept by a prune meanwhile: the announcement
-                        // naming it is refused under the lock.
-                        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                        Err(err) => {
-                            failed
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .get_or_insert(io_err("flushing", path)(err));
-                            break;
-                        }
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(file) = files.get(at) else {
+                break;
+            };
+            if let Err(err) = file.sync_all() {
+                failed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(io_err("flushing", dir)(err));
+                break;
+            }
         }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..files.len().min(MAX_FLUSH_THREADS) {
+            scope.spawn(work);
+        }
+        work();
     });
     match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(err) => Err(err),
@@ -1556,6 +1599,49 @@ fn read_record(path: &Path) -> Result<Option<CallRecord>> {
             path: path.to_path_buf(),
             message: err.to_string(),
         })
+}
+
+/// A call's pending log ([`Journal::append_pending`]) as one record: the
+/// fields of its last line, the changes of every line in order. A line
+/// that does not parse ends it: a crash tore it before its batch was
+/// flushed, so nothing it announced was made, and nothing follows it
+/// (each line is appended only once the one before it is on disk). A log
+/// of which no line parses announced nothing that was made: `Some` with
+/// no change and id 0. (A record of one line without its newline, as
+/// earlier versions wrote it, reads the same.)
+fn read_pending(path: &Path) -> Result<Option<CallRecord>> {
+    let data = match fs::read(path) {
+        Ok(data) => data,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io_err("reading", path)(err)),
+    };
+    let mut merged: Option<CallRecord> = None;
+    for line in data.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        let Ok(batch) = serde_json::from_slice::<CallRecord>(line) else {
+            break;
+        };
+        merged = Some(match merged {
+            None => batch,
+            Some(mut so_far) => {
+                so_far.changes.extend(batch.changes);
+                CallRecord {
+                    changes: so_far.changes,
+                    ..batch
+                }
+            }
+        });
+    }
+    Ok(Some(merged.unwrap_or(CallRecord {
+        id: 0,
+        time: 0,
+        tool: String::new(),
+        surface: String::new(),
+        principal: String::new(),
+        pid: 0,
+        undoes: Vec::new(),
+        changes: Vec::new(),
+        notes: Vec::new(),
+    })))
 }
 
 /// The process that writes the temporary file `name` (`NAME.tmp.PID.N`),
@@ -1615,8 +1701,18 @@ struct CallState {
     journal: Arc<Journal>,
     record: Mutex<CallRecord>,
     /// Contents kept for this call and not yet flushed: the next
-    /// announcement flushes them all at once, before its record.
+    /// announcement flushes them all at once, with its record.
     to_flush: Mutex<Vec<PathBuf>>,
+    /// The call's pending log, once its first change was announced.
+    log: Mutex<PendingLog>,
+}
+
+/// A call's pending log ([`Journal::append_pending`]): the open file, and
+/// how many of the record's changes it holds.
+#[derive(Debug, Default)]
+struct PendingLog {
+    file: Option<File>,
+    logged: usize,
 }
 
 impl std::fmt::Debug for CallState {
@@ -1731,12 +1827,23 @@ impl Recorder {
         self.intents(vec![change]).map(|tokens| tokens[0])
     }
 
-    /// Announces several changes at once (one flush for all).
+    /// Announces several changes at once (one round of flushes for all).
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
+        let announcement = self.announce(changes)?;
+        flush_files(announcement.files(), &self.0.journal.settings.dir)?;
+        Ok(announcement.confirm())
+    }
+
+    /// Announces changes about to be made, without flushing: the pending
+    /// record holds them, and the [`Announcement`] names the journal's
+    /// files to flush (the contents stored for the call since the last
+    /// announcement, its record, their folders; none under
+    /// [`Durability::Relaxed`]). The caller flushes them in the same round
+    /// as its own files, then [`confirm`](Announcement::confirm)s, and only
+    /// then makes the changes: so a call costs the journal no round of
+    /// flushes of its own. Dropped unconfirmed, the changes are withdrawn.
+    pub fn announce(&self, changes: Vec<Change>) -> Result<Announcement> {
         let journal = &self.0.journal;
-        // The contents are flushed with the record, before it takes its
-        // name, so a record on disk never names one that a crash could
-        // lose.
         let to_flush = std::mem::take(
             &mut *self
                 .0
@@ -1744,18 +1851,10 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        let keep_for_later = |to_flush: Vec<PathBuf>| {
-            // Flushed again with the next announcement.
-            self.0
-                .to_flush
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend(to_flush);
-        };
         let _lock = match journal.lock() {
             Ok(lock) => lock,
             Err(err) => {
-                keep_for_later(to_flush);
+                self.keep_for_later(to_flush);
                 return Err(err);
             }
         };
@@ -1768,14 +1867,28 @@ impl Recorder {
                 if let Some(hash) = &image.hash
                     && !journal.has_content(hash)
                 {
-                    keep_for_later(to_flush);
+                    self.keep_for_later(to_flush);
                     return Err(JournalError::MissingContent { hash: hash.clone() });
                 }
             }
         }
+        let mut files = Vec::new();
+        if journal.settings.durability == Durability::Full
+            && let Err(err) = open_for_flush(&to_flush, &mut files)
+        {
+            self.keep_for_later(to_flush);
+            return Err(err);
+        }
         let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
         if record.id == 0 {
-            record.id = journal.next_id()?;
+            match journal.next_id() {
+                Ok(id) => record.id = id,
+                Err(err) => {
+                    drop(record);
+                    self.keep_for_later(to_flush);
+                    return Err(err);
+                }
+            }
         }
         let first = record.changes.len();
         let count = changes.len();
@@ -1785,13 +1898,30 @@ impl Recorder {
                 change,
                 state: ChangeState::Pending,
             }));
-        if let Err(err) = journal.write_pending(&record, &to_flush) {
+        let mut log = self.0.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(err) = journal.append_pending(&mut log, &record, &mut files) {
             record.changes.truncate(first);
+            drop(log);
             drop(record);
-            keep_for_later(to_flush);
+            self.keep_for_later(to_flush);
             return Err(err);
         }
-        Ok((first..first + count).map(Token).collect())
+        Ok(Announcement {
+            recorder: self.clone(),
+            tokens: (first..first + count).map(Token).collect(),
+            files,
+            contents: to_flush,
+            confirmed: false,
+        })
+    }
+
+    fn keep_for_later(&self, to_flush: Vec<PathBuf>) {
+        // Flushed with the next announcement.
+        self.0
+            .to_flush
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(to_flush);
     }
 
     /// Confirms an announced change: it was made.
@@ -1847,6 +1977,54 @@ impl Recorder {
     pub fn enter(&self) -> EnterGuard {
         let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
         EnterGuard { previous }
+    }
+}
+
+/// Changes announced and written to the call's pending record, not yet
+/// flushed ([`Recorder::announce`]).
+#[derive(Debug)]
+pub struct Announcement {
+    recorder: Recorder,
+    tokens: Vec<Token>,
+    files: Vec<File>,
+    /// The contents flushed with it, kept for the next announcement if
+    /// this one is withdrawn.
+    contents: Vec<PathBuf>,
+    confirmed: bool,
+}
+
+impl Announcement {
+    /// The journal's files to flush before the changes are made.
+    pub fn files(&self) -> &[File] {
+        &self.files
+    }
+
+    /// The error for a failed flush of one of [`files`](Self::files).
+    pub fn flush_failed(&self, err: io::Error) -> JournalError {
+        io_err("flushing", &self.recorder.0.journal.settings.dir)(err)
+    }
+
+    /// The files are flushed: the changes may be made; their tokens, to
+    /// confirm or withdraw each once tried.
+    pub fn confirm(mut self) -> Vec<Token> {
+        self.confirmed = true;
+        std::mem::take(&mut self.tokens)
+    }
+}
+
+impl Drop for Announcement {
+    fn drop(&mut self) {
+        if self.confirmed {
+            return;
+        }
+        // Not flushed: none of the changes is made. The record on disk
+        // still names them; the call's end (or a recovery) finds the disk
+        // as it was and drops them.
+        for token in &self.tokens {
+            self.recorder.abort(*token);
+        }
+        self.recorder
+            .keep_for_later(std::mem::take(&mut self.contents));
     }
 }
 

@@ -150,14 +150,14 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
             state: ChangeState::Pending,
         }],
     };
-    journal.write_pending(&record, &[]).unwrap();
+    journal.write_pending(&record).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert_eq!(journal.ids("pending").unwrap(), vec![7]);
     // Its id is not handed out again.
     assert_eq!(journal.next_id().unwrap(), 8);
     record.pid = u32::MAX;
-    journal.write_pending(&record, &[]).unwrap();
+    journal.write_pending(&record).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert!(journal.ids("pending").unwrap().is_empty());
@@ -534,4 +534,103 @@ fn an_interrupted_change_with_linked_contents_is_resolved_by_the_file_itself() {
         journal.content(before.hash.as_ref().unwrap()).unwrap(),
         old.as_bytes()
     );
+}
+
+/// The pending record is a log, a line per announcement, each appended
+/// once the one before it is on disk: a crash can tear only the last
+/// line, whose changes were never made. The next open keeps the lines
+/// before it and resolves them against the disk.
+#[test]
+fn a_pending_log_torn_by_a_crash_keeps_the_batches_before_the_tear() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.txt");
+    let second = dir.path().join("second.txt");
+    for path in [&first, &second] {
+        fs::write(path, "old\n").unwrap();
+    }
+    let pending = {
+        let journal = Journal::open(settings(dir.path())).unwrap();
+        let scope = journal.begin("apply_patch", "default", "local");
+        let recorder = current().unwrap();
+        let old = Image::stored(recorder.store(b"old\n").unwrap(), 0o644, 4);
+        let new = Image::stored(recorder.store(b"new\n").unwrap(), 0o644, 4);
+        for path in [&first, &second] {
+            let change = Change::new(path, Op::Modify, Some(old.clone()), Some(new.clone()));
+            recorder.intent(change).unwrap();
+            fs::write(path, "new\n").unwrap();
+        }
+        let id = scope.id().unwrap();
+        std::mem::forget(scope);
+        let _ = CURRENT.with(|c| c.take());
+        journal.settings.dir.join("pending").join(record_name(id))
+    };
+    let log = fs::read_to_string(&pending).unwrap();
+    assert_eq!(log.lines().count(), 2, "a line per announcement: {log}");
+    // A third announcement torn half-way by the crash.
+    let third = log.lines().last().unwrap();
+    let mut torn = OpenOptions::new().append(true).open(&pending).unwrap();
+    torn.write_all(&third.as_bytes()[..third.len() / 2])
+        .unwrap();
+    drop(torn);
+
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+    let calls = journal.calls().unwrap();
+    assert_eq!(calls.len(), 1);
+    let states: Vec<(PathBuf, ChangeState)> = calls[0]
+        .changes
+        .iter()
+        .map(|c| (c.change.path.clone(), c.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(first, ChangeState::Done), (second, ChangeState::Done)]
+    );
+}
+
+/// A crash that tore the first announcement of a call (before its flush
+/// ended, so before any change) leaves a record of which nothing parses:
+/// the next open removes it.
+#[test]
+fn a_pending_record_torn_before_its_first_batch_was_flushed_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Journal::open(settings(dir.path())).unwrap());
+    let pending = dir.path().join("state/pending").join(record_name(5));
+    fs::write(&pending, br#"{"id":5,"time":17,"tool":"apply_pa"#).unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(!pending.exists());
+    assert!(journal.calls().unwrap().is_empty());
+    assert!(journal.next_id().unwrap() >= 1);
+}
+
+/// An announcement whose flush failed (or was never made) is dropped
+/// unconfirmed: its changes are withdrawn, and the contents it would have
+/// flushed are flushed with the next one.
+#[test]
+fn an_announcement_dropped_unflushed_withdraws_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let scope = journal.begin("write_file", "default", "local");
+    let recorder = current().unwrap();
+    let old = Image::stored(recorder.store(b"old\n").unwrap(), 0o644, 4);
+    let change = Change::new(dir.path().join("x"), Op::Delete, Some(old), None);
+    let announcement = recorder.announce(vec![change.clone()]).unwrap();
+    // The stored content, the record and the pending folder.
+    assert!(announcement.files().len() >= 3, "{announcement:?}");
+    drop(announcement);
+    assert_eq!(recorder.0.to_flush.lock().unwrap().len(), 1);
+    let kept = dir.path().join("y");
+    let token = recorder
+        .intent(Change::new(&kept, Op::Create, None, None))
+        .unwrap();
+    recorder.done(token);
+    assert!(recorder.0.to_flush.lock().unwrap().is_empty());
+    let id = scope.finish().unwrap().unwrap();
+    let call = journal.call(id).unwrap().unwrap();
+    let paths: Vec<&Path> = call
+        .changes
+        .iter()
+        .map(|c| c.change.path.as_path())
+        .collect();
+    assert_eq!(paths, vec![kept.as_path()]);
 }
