@@ -403,6 +403,12 @@ pub struct Journal {
     compacting: Arc<AtomicBool>,
     /// Contents stored raw since the last compaction pass began.
     raw_since_compact: AtomicU64,
+    /// Those contents' files, for the background pass to compress without
+    /// listing every content (which grows with the journal).
+    raw: Mutex<Vec<PathBuf>>,
+    /// Whether the next background pass lists every content (the first of
+    /// a process: contents a process that ended left raw).
+    full_pass_due: AtomicBool,
     /// Finished calls whose records still name linked contents
     /// ([`LINKED`]): the next compaction pass seals them.
     to_seal: Mutex<std::collections::BTreeSet<u64>>,
@@ -561,6 +567,8 @@ impl Journal {
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
             raw_since_compact: AtomicU64::new(1),
+            raw: Mutex::new(Vec::new()),
+            full_pass_due: AtomicBool::new(true),
             to_seal: Mutex::new(std::collections::BTreeSet::new()),
             pass: Mutex::new(()),
         });
@@ -634,13 +642,14 @@ impl Journal {
     /// else once the change is made (what a file held before).
     pub fn store(&self, data: &[u8]) -> Result<String> {
         self.store_with(data, self.settings.durability == Durability::Full)
+            .map(|(hash, _)| hash)
     }
 
     /// Stores `data` without flushing it: for what a file is about to
     /// hold, which the file itself keeps (the write path flushes it); a
     /// crash that loses it loses nothing an undo of this change needs.
     pub fn store_unflushed(&self, data: &[u8]) -> Result<String> {
-        self.store_with(data, false)
+        self.store_with(data, false).map(|(hash, _)| hash)
     }
 
     /// Flushes everything stored unflushed so far, in one call for the
@@ -658,7 +667,10 @@ impl Journal {
             .map_err(|errno| io_err("flushing", &objects)(io::Error::from(errno)))
     }
 
-    fn store_with(&self, data: &[u8], sync: bool) -> Result<String> {
+    /// [`store`](Self::store) flushed as `sync` says; also answers the
+    /// folder it made for the content, if it made one (its own entry then
+    /// needs a flush as well).
+    fn store_with(&self, data: &[u8], sync: bool) -> Result<(String, Option<PathBuf>)> {
         let hash = blake3::hash(data).to_hex().to_string();
         let path = self.object_path(&hash);
         let packed = path.with_extension("zst");
@@ -671,16 +683,31 @@ impl Journal {
                     file.sync_all().map_err(io_err("flushing", &path))?;
                 }
             }
-            return Ok(hash);
+            return Ok((hash, None));
         }
-        if let Some(parent) = path.parent() {
+        let mut made = None;
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+            if sync {
+                File::open(self.objects())
+                    .and_then(|dir| dir.sync_all())
+                    .map_err(io_err("flushing", parent))?;
+            }
+            made = Some(parent.to_path_buf());
         }
         write_replace(&path, data, sync)?;
         self.stored_since_prune
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         self.raw_since_compact.fetch_add(1, Ordering::Relaxed);
-        Ok(hash)
+        let mut raw = self.raw.lock().unwrap_or_else(PoisonError::into_inner);
+        if raw.len() < MAX_RAW_TRACKED {
+            raw.push(path);
+        } else {
+            self.full_pass_due.store(true, Ordering::Relaxed);
+        }
+        Ok((hash, made))
     }
 
     /// Keeps the file `name` of the directory `dir` as a content by a hard
@@ -889,7 +916,10 @@ impl Journal {
                 .max()
                 .map_or(1, |max| max + 1),
         };
-        write_replace(&counter, format!("{}\n", id + 1).as_bytes(), false)?;
+        // Rewritten in place (no temporary file and rename per call): a
+        // counter torn by a crash reads as none or as one behind the
+        // records, and the records then decide, as above.
+        fs::write(&counter, format!("{}\n", id + 1)).map_err(io_err("writing", &counter))?;
         Ok(id)
     }
 
@@ -1290,31 +1320,73 @@ impl Journal {
         // (which may hold the calls it wants sealed) to end.
         let _pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
         self.seal()?;
-        let mut done = 0;
-        for (key, path, size) in self.list_objects()? {
-            if path.extension().is_some_and(|ext| ext == "zst") || size < 512 || is_linked(&key) {
-                continue;
-            }
+        // Every raw content is listed here: those noted so far are among them.
+        self.raw
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let raw = self
+            .list_objects()?
+            .into_iter()
+            .filter(|(key, path, _)| {
+                !is_linked(key) && path.extension().is_none_or(|ext| ext != "zst")
+            })
+            .map(|(_, path, _)| path)
+            .collect();
+        self.compress(raw)
+    }
+
+    /// The background pass: seals, then compresses the contents this
+    /// process stored raw since the last pass (all of them, listed, when a
+    /// full pass is due).
+    fn compact_recent(&self) -> Result<usize> {
+        if self.full_pass_due.swap(false, Ordering::Relaxed) {
+            return self.compact();
+        }
+        let _pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
+        self.seal()?;
+        let raw = std::mem::take(&mut *self.raw.lock().unwrap_or_else(PoisonError::into_inner));
+        self.compress(raw)
+    }
+
+    /// Compresses the raw contents `paths` (those under 512 bytes, or that
+    /// do not shrink, stay raw): each written compressed, all flushed in
+    /// one round under [`Durability::Full`], then the raw files removed.
+    fn compress(&self, paths: Vec<PathBuf>) -> Result<usize> {
+        let mut written = Vec::new();
+        for path in paths {
             let Ok(data) = fs::read(&path) else {
+                // Compressed or swept meanwhile.
                 continue;
             };
+            if data.len() < 512 {
+                continue;
+            }
             let packed = zstd::bulk::compress(&data, 3).map_err(io_err("compressing", &path))?;
-            if packed.len() as u64 >= size {
+            if packed.len() >= data.len() {
                 continue;
             }
             let target = path.with_extension("zst");
-            write_replace(
-                &target,
-                &packed,
-                self.settings.durability == Durability::Full,
-            )?;
-            // Under the lock, so a reader between the two steps finds one
-            // of them (content() tries the raw file first, then the packed).
-            let _lock = self.lock()?;
-            let _ = fs::remove_file(&path);
-            done += 1;
+            write_replace(&target, &packed, false)?;
+            written.push((path, target));
         }
-        Ok(done)
+        if written.is_empty() {
+            return Ok(0);
+        }
+        if self.settings.durability == Durability::Full {
+            // The compressed form is on disk before the raw one goes.
+            let targets: Vec<PathBuf> = written.iter().map(|(_, target)| target.clone()).collect();
+            let mut files = Vec::new();
+            open_for_flush(&targets, &mut files)?;
+            flush_files(&files, &self.objects())?;
+        }
+        // Under the lock, so a reader between the two steps finds one of
+        // them (content() tries the raw file first, then the packed).
+        let _lock = self.lock()?;
+        for (path, _) in &written {
+            let _ = fs::remove_file(path);
+        }
+        Ok(written.len())
     }
 
     /// Seals the linked contents of the calls waiting for it: each is read
@@ -1448,7 +1520,7 @@ impl Journal {
                 // Linux the niceness is the thread's.) A failure leaves
                 // the priority as it was: only speed depends on it.
                 let _ = rustix::process::setpriority_process(None, 19);
-                if let Err(err) = journal.compact() {
+                if let Err(err) = journal.compact_recent() {
                     tracing::warn!(%err, "journal compaction failed");
                 }
                 journal.compacting.store(false, Ordering::Release);
@@ -1516,6 +1588,10 @@ fn linked_keys(record: &CallRecord) -> Vec<String> {
     }
     keys
 }
+
+/// Most raw contents a process notes for its background pass; past it
+/// the pass lists every content instead.
+const MAX_RAW_TRACKED: usize = 100_000;
 
 /// Most threads one round of flushes uses: each mostly waits for the
 /// disk, and the filesystem folds flushes made at once into one commit.
@@ -1758,9 +1834,14 @@ impl Recorder {
     /// for one call cost one round of flushes.
     pub fn store(&self, data: &[u8]) -> Result<String> {
         let journal = &self.0.journal;
-        let hash = journal.store_unflushed(data)?;
+        let (hash, made) = journal.store_with(data, false)?;
         if journal.settings.durability == Durability::Full {
             self.flush_later(journal.object_path(&hash));
+            if let Some(made) = made {
+                // A new folder of contents: flushed itself, so its entry
+                // in `objects/` is flushed too.
+                self.flush_later(made);
+            }
         }
         Ok(hash)
     }

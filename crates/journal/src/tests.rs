@@ -382,6 +382,10 @@ fn a_call_with_a_note_and_no_change_is_filed() {
 /// Replaces `path` by a rename, as the write path does, recording the
 /// file it replaced by a link: returns the call's id and the link's key.
 fn record_linked_replace(journal: &Arc<Journal>, path: &Path, new: &[u8]) -> (u64, String) {
+    // No background pass: the tests run the passes themselves, at the
+    // moment they choose (one sealing before the test changes the file
+    // would race it).
+    journal.compacting.store(true, Ordering::Release);
     let scope = journal.begin("edit_file", "default", "local");
     let recorder = current().unwrap();
     let parent = File::open(path.parent().unwrap()).unwrap();
@@ -618,7 +622,7 @@ fn an_announcement_dropped_unflushed_withdraws_its_changes() {
     // The stored content, the record and the pending folder.
     assert!(announcement.files().len() >= 3, "{announcement:?}");
     drop(announcement);
-    assert_eq!(recorder.0.to_flush.lock().unwrap().len(), 1);
+    assert!(!recorder.0.to_flush.lock().unwrap().is_empty());
     let kept = dir.path().join("y");
     let token = recorder
         .intent(Change::new(&kept, Op::Create, None, None))
@@ -633,4 +637,32 @@ fn an_announcement_dropped_unflushed_withdraws_its_changes() {
         .map(|c| c.change.path.as_path())
         .collect();
     assert_eq!(paths, vec![kept.as_path()]);
+}
+
+/// The background pass compresses what this process stored since the
+/// last pass, without listing every content; its first pass (and an
+/// explicit compact) lists them all, so contents a process that ended left
+/// raw are compressed too.
+#[test]
+fn the_background_pass_compresses_what_was_stored_since_without_listing_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    // The first pass of a process lists everything.
+    assert_eq!(journal.compact_recent().unwrap(), 0);
+    let left = "left raw by a process that ended\n".repeat(100);
+    let left_hash = hash(left.as_bytes());
+    let left_path = journal.object_path(&left_hash);
+    fs::create_dir_all(left_path.parent().unwrap()).unwrap();
+    fs::write(&left_path, &left).unwrap();
+    let mine = journal
+        .store_unflushed("stored by this process\n".repeat(100).as_bytes())
+        .unwrap();
+    assert_eq!(journal.compact_recent().unwrap(), 1);
+    assert!(!journal.object_path(&mine).exists());
+    assert!(journal.object_path(&mine).with_extension("zst").exists());
+    assert!(left_path.exists(), "not listed by a recent pass");
+    assert_eq!(journal.compact().unwrap(), 1);
+    assert!(!left_path.exists());
+    assert_eq!(journal.content(&left_hash).unwrap(), left.as_bytes());
+    assert_eq!(journal.compact_recent().unwrap(), 0);
 }
