@@ -1395,72 +1395,106 @@ impl Journal {
     /// place, and the link goes. A content changed in place before this
     /// (a program that rewrote the file without a rename) is lost: its
     /// change is marked not undoable, with the reason.
+    ///
+    /// Under [`Durability::Full`] the pass costs two rounds of flushes
+    /// however many calls it seals: the contents and the records' new
+    /// versions (written beside them) together, then, once the records
+    /// took their names, their folder. The lock is not held across a
+    /// flush, so calls being recorded meanwhile do not wait for the disk.
     pub fn seal(&self) -> Result<usize> {
         let ids: Vec<u64> =
             std::mem::take(&mut *self.to_seal.lock().unwrap_or_else(PoisonError::into_inner))
                 .into_iter()
                 .collect();
-        let mut sealed = 0;
+        let full = self.settings.durability == Durability::Full;
+        // Read, hashed, stored and the new records written outside the
+        // lock (contents are written once under their hash, so two
+        // sealers agree).
+        let mut sealing = Vec::new();
+        let mut to_flush = Vec::new();
         for id in ids {
-            let Some(record) = self.call(id)? else {
+            let path = self.settings.dir.join("calls").join(record_name(id));
+            let Some(record) = read_record(&path)? else {
                 continue;
             };
             let keys = linked_keys(&record);
             if keys.is_empty() {
                 continue;
             }
-            // Read, hashed and stored outside the lock (contents are
-            // written once under their hash, so two sealers agree).
             let mut outcome: Vec<(String, std::result::Result<String, String>)> = Vec::new();
             for key in keys {
                 let result = match self.content(&key) {
-                    Ok(data) => Ok(self.store_packed(&data)?),
+                    Ok(data) => Ok(self.store_packed(&data, &mut to_flush)?),
                     Err(err @ JournalError::ChangedInPlace { .. }) => Err(err.to_string()),
                     Err(err @ JournalError::MissingContent { .. }) => Err(err.to_string()),
                     Err(err) => return Err(err),
                 };
                 outcome.push((key, result));
             }
-            let _lock = self.lock()?;
-            // Read again: another process may have sealed or pruned it.
-            let path = self.settings.dir.join("calls").join(record_name(id));
-            let Some(mut record) = read_record(&path)? else {
+            let mut sealed = record.clone();
+            if !apply_seal(&mut sealed, &outcome) {
                 continue;
-            };
-            let mut changed = false;
-            for change in &mut record.changes {
-                let ChangeRecord { change, .. } = change;
-                for side in [&mut change.before, &mut change.after]
-                    .into_iter()
-                    .flatten()
-                {
-                    let Some(key) = side.hash.clone() else {
-                        continue;
-                    };
-                    let Some((_, result)) = outcome.iter().find(|(k, _)| *k == key) else {
-                        continue;
-                    };
-                    changed = true;
-                    match result {
-                        Ok(hash) => side.hash = Some(hash.clone()),
-                        Err(reason) => {
-                            side.hash = None;
-                            change
-                                .not_undoable
-                                .get_or_insert_with(|| format!("its content was lost: {reason}"));
-                        }
-                    }
+            }
+            let temp = temp_beside(&path);
+            let data = serde_json::to_vec(&sealed).map_err(|err| JournalError::Corrupt {
+                path: path.clone(),
+                message: err.to_string(),
+            })?;
+            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
+            to_flush.push(temp.clone());
+            sealing.push(Sealing {
+                path,
+                read: record,
+                temp,
+                outcome,
+            });
+        }
+        let result = self.seal_records(&sealing, &to_flush, full);
+        for item in &sealing {
+            let _ = fs::remove_file(&item.temp);
+        }
+        result
+    }
+
+    /// The second half of [`seal`](Self::seal): flushes the contents and
+    /// the records' new versions, renames each record into place (under
+    /// the lock, and only if it is still as read; else it is sealed again
+    /// there), flushes the records' folder, then removes the links.
+    fn seal_records(&self, sealing: &[Sealing], to_flush: &[PathBuf], full: bool) -> Result<usize> {
+        if full && !to_flush.is_empty() {
+            let mut files = Vec::new();
+            open_for_flush(to_flush, &mut files)?;
+            flush_files(&files, &self.objects())?;
+        }
+        let mut sealed = 0;
+        let mut done = Vec::new();
+        {
+            let _lock = self.lock()?;
+            for item in sealing {
+                // Read again: another process may have sealed or pruned it.
+                let Some(mut now) = read_record(&item.path)? else {
+                    continue;
+                };
+                if now == item.read {
+                    fs::rename(&item.temp, &item.path).map_err(io_err("writing", &item.path))?;
+                } else if apply_seal(&mut now, &item.outcome) {
+                    let data = serde_json::to_vec(&now).map_err(|err| JournalError::Corrupt {
+                        path: item.path.clone(),
+                        message: err.to_string(),
+                    })?;
+                    write_replace(&item.path, &data, full)?;
                 }
-            }
-            if changed {
-                let data = serde_json::to_vec(&record).map_err(|err| JournalError::Corrupt {
-                    path: path.clone(),
-                    message: err.to_string(),
-                })?;
-                write_replace(&path, &data, self.settings.durability == Durability::Full)?;
                 sealed += 1;
+                done.push(item.path.clone());
             }
-            for (key, result) in &outcome {
+        }
+        if full && !done.is_empty() {
+            let calls = self.settings.dir.join("calls");
+            let files = vec![File::open(&calls).map_err(io_err("flushing", &calls))?];
+            flush_files(&files, &calls)?;
+        }
+        for item in sealing {
+            for (key, result) in &item.outcome {
                 let path = self.object_path(key);
                 // A reader that read the record before this finds the
                 // content by the hash left here (swept by the next prune,
@@ -1475,23 +1509,28 @@ impl Journal {
     }
 
     /// Stores `data` compressed under its hash unless it is stored;
-    /// returns the hash. Flushed under [`Durability::Full`].
-    fn store_packed(&self, data: &[u8]) -> Result<String> {
+    /// returns the hash. Not flushed: its file is added to `to_flush`.
+    fn store_packed(&self, data: &[u8], to_flush: &mut Vec<PathBuf>) -> Result<String> {
         let hash = hash(data);
         if self.has_content(&hash) {
             return Ok(hash);
         }
         let path = self.object_path(&hash);
-        if let Some(parent) = path.parent() {
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+            to_flush.push(parent.to_path_buf());
         }
         let packed = zstd::bulk::compress(data, 3).map_err(io_err("compressing", &path))?;
-        let sync = self.settings.durability == Durability::Full;
-        if packed.len() < data.len() {
-            write_replace(&path.with_extension("zst"), &packed, sync)?;
+        let target = if packed.len() < data.len() {
+            write_replace(&path.with_extension("zst"), &packed, false)?;
+            path.with_extension("zst")
         } else {
-            write_replace(&path, data, sync)?;
-        }
+            write_replace(&path, data, false)?;
+            path
+        };
+        to_flush.push(target);
         Ok(hash)
     }
 
@@ -1560,6 +1599,64 @@ pub struct PruneReport {
     pub calls_kept: usize,
     /// Bytes of stored content kept.
     pub bytes_kept: u64,
+}
+
+/// A record being sealed ([`Journal::seal`]): where it is, as it was
+/// read, its new version written beside it, and what became of each of
+/// its linked contents.
+struct Sealing {
+    path: PathBuf,
+    read: CallRecord,
+    temp: PathBuf,
+    outcome: Vec<(String, std::result::Result<String, String>)>,
+}
+
+/// Puts the outcome of sealing its linked contents in `record`: each key
+/// replaced by its hash, or, for a content lost, by none with the reason.
+/// Whether it changed.
+fn apply_seal(
+    record: &mut CallRecord,
+    outcome: &[(String, std::result::Result<String, String>)],
+) -> bool {
+    let mut changed = false;
+    for change in &mut record.changes {
+        let ChangeRecord { change, .. } = change;
+        for side in [&mut change.before, &mut change.after]
+            .into_iter()
+            .flatten()
+        {
+            let Some(key) = side.hash.clone() else {
+                continue;
+            };
+            let Some((_, result)) = outcome.iter().find(|(k, _)| *k == key) else {
+                continue;
+            };
+            changed = true;
+            match result {
+                Ok(hash) => side.hash = Some(hash.clone()),
+                Err(reason) => {
+                    side.hash = None;
+                    change
+                        .not_undoable
+                        .get_or_insert_with(|| format!("its content was lost: {reason}"));
+                }
+            }
+        }
+    }
+    changed
+}
+
+/// A temporary name beside `path` (`NAME.tmp.PID.N`, swept when its
+/// process is gone).
+fn temp_beside(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(
+        ".tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    PathBuf::from(temp)
 }
 
 /// Where a sealed linked content's hash is left for readers of older
