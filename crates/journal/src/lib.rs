@@ -16,9 +16,11 @@
 //!   call's id, time, tool, surface and principal, and per file the path,
 //!   the operation and the content hash and mode before and after
 //!   ([`CallRecord`]).
-//! - `pending/<id>.json`: the write-ahead record of a call in flight. Each
-//!   change is added to it, and it is flushed to disk, before the file is
-//!   changed; the call's end moves it to `calls/`. A record left in
+//! - `pending/<id>.json`: the write-ahead record of a call in flight, a
+//!   log of one JSON line per announcement. Each change is appended to it,
+//!   and it is flushed to disk (with the contents it names, in the same
+//!   round as the write path's own files: [`Recorder::announce`]), before
+//!   the file is changed; the call's end moves it to `calls/`. A record left in
 //!   `pending/` by a process that died is resolved the next time a journal
 //!   is opened on the directory: each change is compared with the disk and
 //!   kept as done, dropped as never made, or kept with the note that its
