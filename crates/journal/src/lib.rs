@@ -1470,9 +1470,22 @@ impl Journal {
         }
         let mut sealed = 0;
         let mut done = Vec::new();
+        let mut again = Vec::new();
         {
             let _lock = self.lock()?;
             for item in sealing {
+                // A content stored above is referred to by no record until
+                // the record is renamed: another process's prune may have
+                // swept it meanwhile. Then the record keeps its links (and
+                // they their files) until the next pass.
+                if item
+                    .outcome
+                    .iter()
+                    .any(|(_, result)| result.as_ref().is_ok_and(|hash| !self.has_content(hash)))
+                {
+                    again.push(item.read.id);
+                    continue;
+                }
                 // Read again: another process may have sealed or pruned it.
                 let Some(mut now) = read_record(&item.path)? else {
                     continue;
@@ -1495,7 +1508,14 @@ impl Journal {
             let files = vec![File::open(&calls).map_err(io_err("flushing", &calls))?];
             flush_files(&files, &calls)?;
         }
+        self.to_seal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(again.iter().copied());
         for item in sealing {
+            if again.contains(&item.read.id) {
+                continue;
+            }
             for (key, result) in &item.outcome {
                 let path = self.object_path(key);
                 // A reader that read the record before this finds the
