@@ -666,3 +666,40 @@ fn the_background_pass_compresses_what_was_stored_since_without_listing_all() {
     assert_eq!(journal.content(&left_hash).unwrap(), left.as_bytes());
     assert_eq!(journal.compact_recent().unwrap(), 0);
 }
+
+/// A content the sealing pass stored is referred to by no record until
+/// the record takes its new version: another process's prune may sweep it
+/// meanwhile. The record then keeps its link (and the link its file)
+/// until the next pass, never naming a content that is gone.
+#[test]
+fn a_seal_whose_content_was_swept_meanwhile_keeps_the_link_for_the_next_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("a.txt");
+    fs::write(&file, "old\n").unwrap();
+    let (id, key) = record_linked_replace(&journal, &file, b"new\n");
+    let path = journal.settings.dir.join("calls").join(record_name(id));
+    let read = read_record(&path).unwrap().unwrap();
+    let temp = temp_beside(&path);
+    fs::write(&temp, b"{}").unwrap();
+    let swept = hash(b"old\n");
+    assert!(!journal.has_content(&swept));
+    let sealing = [Sealing {
+        path: path.clone(),
+        read: read.clone(),
+        temp: temp.clone(),
+        outcome: vec![(key.clone(), Ok(swept))],
+    }];
+    journal.to_seal.lock().unwrap().clear();
+    journal.seal_records(&sealing, &[], true).unwrap();
+    assert_eq!(read_record(&path).unwrap().unwrap(), read);
+    assert!(journal.object_path(&key).exists());
+    assert!(journal.to_seal.lock().unwrap().contains(&id));
+    assert_eq!(journal.content(&key).unwrap(), b"old\n");
+    // The next pass seals it.
+    let _ = fs::remove_file(&temp);
+    assert_eq!(journal.seal().unwrap(), 1);
+    let sealed = read_record(&path).unwrap().unwrap();
+    let before = sealed.changes[0].change.before.as_ref().unwrap();
+    assert_eq!(before.hash.as_deref(), Some(hash(b"old\n").as_str()));
+}
