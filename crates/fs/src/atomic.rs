@@ -335,12 +335,14 @@ pub(crate) fn replace_expecting(
     for part in parts {
         file.write_all(part).map_err(fail)?;
     }
-    file.sync_all().map_err(fail)?;
+    // Flushing changes neither the inode, the size nor the modification
+    // time: this is the stamp the file will have.
     let new_meta = file.metadata().map_err(fail)?;
     let stamp = FileStamp::of_std(&new_meta);
-    drop(file);
 
-    let announced = match agent_tools_journal::current() {
+    // The change is announced to the journal before the content is
+    // flushed, so the journal's files are flushed in the same round.
+    let announcement = match agent_tools_journal::current() {
         Some(recorder) => {
             use std::os::unix::fs::PermissionsExt as _;
             let mode = new_meta.permissions().mode() & 0o7777;
@@ -350,11 +352,28 @@ pub(crate) fn replace_expecting(
             };
             let change =
                 journaled::replacement(&recorder, &dir, &name, path, parts, Some(written), mode)?;
-            let token = journaled::announce(&recorder, change)?;
-            Some((recorder, vec![token]))
+            let announcement = recorder
+                .announce(vec![change])
+                .map_err(journaled::journal_error)?;
+            Some((recorder, announcement))
         }
         None => None,
     };
+    let mut files = vec![&file];
+    if let Some((_, announcement)) = &announcement {
+        files.extend(announcement.files());
+    }
+    if let Err((index, err)) = sync_all_parallel(&files) {
+        return Err(match &announcement {
+            Some((_, announcement)) if index > 0 => {
+                journaled::journal_error(announcement.flush_failed(err))
+            }
+            _ => fail(err),
+        });
+    }
+    drop(files);
+    drop(file);
+    let announced = announcement.map(|(recorder, announcement)| (recorder, announcement.confirm()));
     let renamed = check_unchanged(&dir, &name, path, expected).and_then(|()| match expected {
         Expected::Same(_) => dir.rename(guard.name(), &dir, &name).map_err(fail),
         Expected::Absent => rename_no_replace(&dir, guard.name(), &name)
@@ -474,9 +493,7 @@ pub fn rename_new_between(
     let announced = match agent_tools_journal::current() {
         Some(recorder) => {
             let changes = journaled::move_changes(&recorder, &from_dir, &from_name, from, to)?;
-            let tokens = recorder
-                .intents(changes)
-                .map_err(journaled::journal_error)?;
+            let tokens = journaled::announce(&recorder, changes)?;
             Some((recorder, tokens))
         }
         None => None,
@@ -578,7 +595,7 @@ pub fn remove_seen(
             change.not_undoable = reason;
             Some((
                 recorder.clone(),
-                vec![journaled::announce(&recorder, change)?],
+                journaled::announce(&recorder, vec![change])?,
             ))
         }
         None => None,
@@ -941,31 +958,44 @@ pub fn stage_replace(
 /// `batch`; on an error the writes not yet renamed stay in it (their
 /// targets untouched), to be committed again or dropped.
 pub fn commit_staged(batch: &mut Vec<StagedWrite>) -> ToolResult<()> {
-    let files: Vec<&std::fs::File> = batch.iter().map(|staged| &staged.file).collect();
-    if let Err((index, err)) = sync_all_parallel(&files) {
-        let path = &batch[index].path;
-        return Err(ToolError::from_io(
-            &err,
-            std::path::Path::new(path.display()),
-        ));
-    }
-    // Every change announced to the journal at once (one flush), after
-    // the contents are on disk and before the first rename.
+    // Every change announced to the journal at once, its files flushed in
+    // the same round as the contents, before the first rename.
     let unannounced: Vec<usize> = (0..batch.len())
         .filter(|&at| batch[at].journal.is_some() && batch[at].token.is_none())
         .collect();
-    if let Some(&first) = unannounced.first()
-        && let Some((recorder, _)) = &batch[first].journal
+    let announcement = match unannounced
+        .first()
+        .and_then(|&at| batch[at].journal.as_ref())
     {
-        let recorder = recorder.clone();
-        let changes = unannounced
-            .iter()
-            .filter_map(|&at| batch[at].journal.as_ref().map(|(_, change)| change.clone()))
-            .collect();
-        let tokens = recorder
-            .intents(changes)
-            .map_err(journaled::journal_error)?;
-        for (&at, token) in unannounced.iter().zip(tokens) {
+        Some((recorder, _)) => {
+            let changes = unannounced
+                .iter()
+                .filter_map(|&at| batch[at].journal.as_ref().map(|(_, change)| change.clone()))
+                .collect();
+            Some(
+                recorder
+                    .announce(changes)
+                    .map_err(journaled::journal_error)?,
+            )
+        }
+        None => None,
+    };
+    let mut files: Vec<&std::fs::File> = batch.iter().map(|staged| &staged.file).collect();
+    if let Some(announcement) = &announcement {
+        files.extend(announcement.files());
+    }
+    if let Err((index, err)) = sync_all_parallel(&files) {
+        return Err(match batch.get(index) {
+            Some(staged) => ToolError::from_io(&err, std::path::Path::new(staged.path.display())),
+            None => match &announcement {
+                Some(announcement) => journaled::journal_error(announcement.flush_failed(err)),
+                None => ToolError::from_io(&err, std::path::Path::new("")),
+            },
+        });
+    }
+    drop(files);
+    if let Some(announcement) = announcement {
+        for (&at, token) in unannounced.iter().zip(announcement.confirm()) {
             batch[at].token = Some(token);
         }
     }

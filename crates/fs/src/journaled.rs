@@ -57,14 +57,18 @@ pub(crate) fn image_of(
             )),
         ));
     }
+    // Kept by a hard link whatever its size: no read, no copy, no hash
+    // now (the background pass seals it), and nothing to write back when
+    // it is flushed with the call's files (its data is the file's own).
+    // The file is about to be replaced by a rename or removed, so the
+    // link is mostly the only name left to change it through.
+    if let Some(key) = recorder
+        .link(dir, name, stamp_of(meta), true)
+        .map_err(journal_error)?
+    {
+        return Ok((Image::stored(key, mode, size), None));
+    }
     if size >= LINK_FROM {
-        // Kept by a hard link: no read, no copy (hashed later).
-        if let Some(key) = recorder
-            .link(dir, name, stamp_of(meta), true)
-            .map_err(journal_error)?
-        {
-            return Ok((Image::stored(key, mode, size), None));
-        }
         // Not linkable (the journal on another filesystem, say): a copy
         // made by the kernel.
         if let Ok(file) = dir.open(name)
@@ -93,10 +97,12 @@ pub(crate) fn image_of(
     Ok((Image::stored(hash, mode, data.len() as u64), None))
 }
 
-/// Contents this large are kept by a hard link to their file (or a
-/// kernel copy) rather than read and stored: the write path then spends no
-/// time on them. Smaller ones are stored at once, which costs less than a
-/// link now and a seal later.
+/// A new content this large is kept by a hard link to the file written
+/// (and an old one this large that cannot be linked by a kernel copy)
+/// rather than read and stored: the write path then spends no time on it.
+/// A smaller new content is stored at once (unflushed: the file itself
+/// keeps it), which costs less than a link now and a seal later; what a
+/// file held before is linked whatever its size (see [`image_of`]).
 pub(crate) const LINK_FROM: u64 = 64 * 1024;
 
 /// The journal's stamp of a file.
@@ -196,10 +202,11 @@ pub(crate) fn replacement(
     Ok(change)
 }
 
-/// Announces `change` when a call is recorded; the token confirms or
-/// withdraws it once the change was tried.
-pub(crate) fn announce(recorder: &Recorder, change: Change) -> ToolResult<Token> {
-    recorder.intent(change).map_err(journal_error)
+/// Announces `changes` of a call being recorded, for a change that has no
+/// file of its own to flush (a move, a delete): the journal's files are the
+/// round. The tokens confirm or withdraw each once tried.
+pub(crate) fn announce(recorder: &Recorder, changes: Vec<Change>) -> ToolResult<Vec<Token>> {
+    recorder.intents(changes).map_err(journal_error)
 }
 
 /// Confirms or withdraws an announced change as `result` says.

@@ -16,9 +16,11 @@
 //!   call's id, time, tool, surface and principal, and per file the path,
 //!   the operation and the content hash and mode before and after
 //!   ([`CallRecord`]).
-//! - `pending/<id>.json`: the write-ahead record of a call in flight. Each
-//!   change is added to it, and it is flushed to disk, before the file is
-//!   changed; the call's end moves it to `calls/`. A record left in
+//! - `pending/<id>.json`: the write-ahead record of a call in flight, a
+//!   log of one JSON line per announcement. Each change is appended to it,
+//!   and it is flushed to disk (with the contents it names, in the same
+//!   round as the write path's own files: [`Recorder::announce`]), before
+//!   the file is changed; the call's end moves it to `calls/`. A record left in
 //!   `pending/` by a process that died is resolved the next time a journal
 //!   is opened on the directory: each change is compared with the disk and
 //!   kept as done, dropped as never made, or kept with the note that its
@@ -403,6 +405,12 @@ pub struct Journal {
     compacting: Arc<AtomicBool>,
     /// Contents stored raw since the last compaction pass began.
     raw_since_compact: AtomicU64,
+    /// Those contents' files, for the background pass to compress without
+    /// listing every content (which grows with the journal).
+    raw: Mutex<Vec<PathBuf>>,
+    /// Whether the next background pass lists every content (the first of
+    /// a process: contents a process that ended left raw).
+    full_pass_due: AtomicBool,
     /// Finished calls whose records still name linked contents
     /// ([`LINKED`]): the next compaction pass seals them.
     to_seal: Mutex<std::collections::BTreeSet<u64>>,
@@ -561,6 +569,8 @@ impl Journal {
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
             raw_since_compact: AtomicU64::new(1),
+            raw: Mutex::new(Vec::new()),
+            full_pass_due: AtomicBool::new(true),
             to_seal: Mutex::new(std::collections::BTreeSet::new()),
             pass: Mutex::new(()),
         });
@@ -611,6 +621,7 @@ impl Journal {
                 notes: Vec::new(),
             }),
             to_flush: Mutex::new(Vec::new()),
+            log: Mutex::new(PendingLog::default()),
         });
         let previous = CURRENT.with(|current| current.replace(Some(Recorder(call.clone()))));
         CallScope { call, previous }
@@ -633,13 +644,14 @@ impl Journal {
     /// else once the change is made (what a file held before).
     pub fn store(&self, data: &[u8]) -> Result<String> {
         self.store_with(data, self.settings.durability == Durability::Full)
+            .map(|(hash, _)| hash)
     }
 
     /// Stores `data` without flushing it: for what a file is about to
     /// hold, which the file itself keeps (the write path flushes it); a
     /// crash that loses it loses nothing an undo of this change needs.
     pub fn store_unflushed(&self, data: &[u8]) -> Result<String> {
-        self.store_with(data, false)
+        self.store_with(data, false).map(|(hash, _)| hash)
     }
 
     /// Flushes everything stored unflushed so far, in one call for the
@@ -657,7 +669,10 @@ impl Journal {
             .map_err(|errno| io_err("flushing", &objects)(io::Error::from(errno)))
     }
 
-    fn store_with(&self, data: &[u8], sync: bool) -> Result<String> {
+    /// [`store`](Self::store) flushed as `sync` says; also answers the
+    /// folder it made for the content, if it made one (its own entry then
+    /// needs a flush as well).
+    fn store_with(&self, data: &[u8], sync: bool) -> Result<(String, Option<PathBuf>)> {
         let hash = blake3::hash(data).to_hex().to_string();
         let path = self.object_path(&hash);
         let packed = path.with_extension("zst");
@@ -670,16 +685,31 @@ impl Journal {
                     file.sync_all().map_err(io_err("flushing", &path))?;
                 }
             }
-            return Ok(hash);
+            return Ok((hash, None));
         }
-        if let Some(parent) = path.parent() {
+        let mut made = None;
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+            if sync {
+                File::open(self.objects())
+                    .and_then(|dir| dir.sync_all())
+                    .map_err(io_err("flushing", parent))?;
+            }
+            made = Some(parent.to_path_buf());
         }
         write_replace(&path, data, sync)?;
         self.stored_since_prune
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         self.raw_since_compact.fetch_add(1, Ordering::Relaxed);
-        Ok(hash)
+        let mut raw = self.raw.lock().unwrap_or_else(PoisonError::into_inner);
+        if raw.len() < MAX_RAW_TRACKED {
+            raw.push(path);
+        } else {
+            self.full_pass_due.store(true, Ordering::Relaxed);
+        }
+        Ok((hash, made))
     }
 
     /// Keeps the file `name` of the directory `dir` as a content by a hard
@@ -888,46 +918,85 @@ impl Journal {
                 .max()
                 .map_or(1, |max| max + 1),
         };
-        write_replace(&counter, format!("{}\n", id + 1).as_bytes(), false)?;
+        // Rewritten in place (no temporary file and rename per call): a
+        // counter torn by a crash reads as none or as one behind the
+        // records, and the records then decide, as above.
+        fs::write(&counter, format!("{}\n", id + 1)).map_err(io_err("writing", &counter))?;
         Ok(id)
     }
 
-    /// Writes a call's pending record; under [`Durability::Full`] it and
-    /// the contents `with` (and the directories holding them) are flushed
-    /// together, in parallel (the filesystem folds flushes made at once
-    /// into one commit), before the record takes its name, then its
-    /// directory is flushed.
-    fn write_pending(&self, record: &CallRecord, with: &[PathBuf]) -> Result<()> {
+    /// Appends one batch of a call's changes to its pending log
+    /// (`pending/<id>.json`, one JSON record a line: the call's fields as
+    /// they stand, and the changes not logged before), creating the log
+    /// with its first batch. Nothing is flushed here: under
+    /// [`Durability::Full`] the files to flush (the log, and its folder
+    /// when the log is new) are added to `flush`, which the caller flushes
+    /// in one round with the rest of the call's files, before any change
+    /// of the batch is made. A line is only appended once the one before it
+    /// was flushed, so a crash can tear only the last, whose changes were
+    /// then never made ([`read_pending`] drops it).
+    fn append_pending(
+        &self,
+        log: &mut PendingLog,
+        record: &CallRecord,
+        flush: &mut Vec<File>,
+    ) -> Result<()> {
         let pending = self.settings.dir.join("pending");
         let path = pending.join(record_name(record.id));
-        let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
+        let batch = CallRecord {
+            changes: record.changes[log.logged.min(record.changes.len())..].to_vec(),
+            ..record.clone()
+        };
+        let mut line = serde_json::to_vec(&batch).map_err(|err| JournalError::Corrupt {
             path: path.clone(),
             message: err.to_string(),
         })?;
-        if self.settings.durability != Durability::Full {
-            return write_replace(&path, &data, false);
+        line.push(b'\n');
+        let full = self.settings.durability == Durability::Full;
+        let created = log.file.is_none();
+        if created {
+            let file = OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(io_err("writing", &path))?;
+            log.file = Some(file);
         }
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let temp = pending.join(format!(
-            "{}.tmp.{}.{}",
-            record_name(record.id),
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| -> Result<()> {
-            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
-            let mut all = with.to_vec();
-            all.push(temp.clone());
-            flush_all(&all)?;
-            fs::rename(&temp, &path).map_err(io_err("writing", &path))?;
-            File::open(&pending)
-                .and_then(|dir| dir.sync_all())
-                .map_err(io_err("flushing", &pending))
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temp);
+        let Some(file) = log.file.as_mut() else {
+            return Ok(());
+        };
+        if let Err(err) = file.write_all(&line) {
+            if created {
+                // Nothing of it counts: a later batch starts a new log.
+                log.file = None;
+                let _ = fs::remove_file(&path);
+            }
+            return Err(io_err("writing", &path)(err));
         }
-        written
+        log.logged = record.changes.len();
+        if full {
+            flush.push(file.try_clone().map_err(io_err("flushing", &path))?);
+            if created {
+                flush.push(File::open(&pending).map_err(io_err("flushing", &pending))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `record` as a call's whole pending log, flushed (for tests
+    /// and tools that set one up by hand).
+    #[cfg(test)]
+    fn write_pending(&self, record: &CallRecord) -> Result<()> {
+        let path = self
+            .settings
+            .dir
+            .join("pending")
+            .join(record_name(record.id));
+        let _ = fs::remove_file(&path);
+        let mut log = PendingLog::default();
+        let mut flush = Vec::new();
+        self.append_pending(&mut log, record, &mut flush)?;
+        flush_files(&flush, &self.settings.dir)
     }
 
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
@@ -961,9 +1030,21 @@ impl Journal {
         self.sweep_dead_temporaries(own)?;
         for id in self.ids("pending")? {
             let path = self.settings.dir.join("pending").join(record_name(id));
-            let Some(mut record) = read_record(&path)? else {
+            let Some(mut record) = read_pending(&path)? else {
                 continue;
             };
+            if record.id == 0 {
+                // Torn before its first batch was on disk (read under the
+                // lock, which every append holds, so not one being
+                // written): it announced nothing that was made.
+                tracing::info!(call = id, "removed a torn pending record");
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                    Err(err) => return Err(io_err("removing", &path)(err)),
+                }
+                continue;
+            }
             if record.pid != own && process_alive(record.pid) {
                 continue;
             }
@@ -986,7 +1067,7 @@ impl Journal {
     }
 
     /// Removes the temporary files (`NAME.tmp.PID.N`, see
-    /// [`write_replace`] and `write_pending`) that a process which died
+    /// [`write_replace`]) that a process which died
     /// mid-write left in `pending/` and `calls/`. A temporary record was
     /// never renamed into place, so nothing it announced was made; keeping
     /// it would only grow the folder. Another live process's (and this
@@ -1085,7 +1166,7 @@ impl Journal {
         let mut pending = Vec::new();
         for id in self.ids("pending")? {
             let path = self.settings.dir.join("pending").join(record_name(id));
-            pending.extend(read_record(&path)?);
+            pending.extend(read_pending(&path)?);
         }
         let pinned = self.pinned()?;
         let objects = self.list_objects()?;
@@ -1241,31 +1322,73 @@ impl Journal {
         // (which may hold the calls it wants sealed) to end.
         let _pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
         self.seal()?;
-        let mut done = 0;
-        for (key, path, size) in self.list_objects()? {
-            if path.extension().is_some_and(|ext| ext == "zst") || size < 512 || is_linked(&key) {
-                continue;
-            }
+        // Every raw content is listed here: those noted so far are among them.
+        self.raw
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let raw = self
+            .list_objects()?
+            .into_iter()
+            .filter(|(key, path, _)| {
+                !is_linked(key) && path.extension().is_none_or(|ext| ext != "zst")
+            })
+            .map(|(_, path, _)| path)
+            .collect();
+        self.compress(raw)
+    }
+
+    /// The background pass: seals, then compresses the contents this
+    /// process stored raw since the last pass (all of them, listed, when a
+    /// full pass is due).
+    fn compact_recent(&self) -> Result<usize> {
+        if self.full_pass_due.swap(false, Ordering::Relaxed) {
+            return self.compact();
+        }
+        let _pass = self.pass.lock().unwrap_or_else(PoisonError::into_inner);
+        self.seal()?;
+        let raw = std::mem::take(&mut *self.raw.lock().unwrap_or_else(PoisonError::into_inner));
+        self.compress(raw)
+    }
+
+    /// Compresses the raw contents `paths` (those under 512 bytes, or that
+    /// do not shrink, stay raw): each written compressed, all flushed in
+    /// one round under [`Durability::Full`], then the raw files removed.
+    fn compress(&self, paths: Vec<PathBuf>) -> Result<usize> {
+        let mut written = Vec::new();
+        for path in paths {
             let Ok(data) = fs::read(&path) else {
+                // Compressed or swept meanwhile.
                 continue;
             };
+            if data.len() < 512 {
+                continue;
+            }
             let packed = zstd::bulk::compress(&data, 3).map_err(io_err("compressing", &path))?;
-            if packed.len() as u64 >= size {
+            if packed.len() >= data.len() {
                 continue;
             }
             let target = path.with_extension("zst");
-            write_replace(
-                &target,
-                &packed,
-                self.settings.durability == Durability::Full,
-            )?;
-            // Under the lock, so a reader between the two steps finds one
-            // of them (content() tries the raw file first, then the packed).
-            let _lock = self.lock()?;
-            let _ = fs::remove_file(&path);
-            done += 1;
+            write_replace(&target, &packed, false)?;
+            written.push((path, target));
         }
-        Ok(done)
+        if written.is_empty() {
+            return Ok(0);
+        }
+        if self.settings.durability == Durability::Full {
+            // The compressed form is on disk before the raw one goes.
+            let targets: Vec<PathBuf> = written.iter().map(|(_, target)| target.clone()).collect();
+            let mut files = Vec::new();
+            open_for_flush(&targets, &mut files)?;
+            flush_files(&files, &self.objects())?;
+        }
+        // Under the lock, so a reader between the two steps finds one of
+        // them (content() tries the raw file first, then the packed).
+        let _lock = self.lock()?;
+        for (path, _) in &written {
+            let _ = fs::remove_file(path);
+        }
+        Ok(written.len())
     }
 
     /// Seals the linked contents of the calls waiting for it: each is read
@@ -1274,72 +1397,126 @@ impl Journal {
     /// place, and the link goes. A content changed in place before this
     /// (a program that rewrote the file without a rename) is lost: its
     /// change is marked not undoable, with the reason.
+    ///
+    /// Under [`Durability::Full`] the pass costs two rounds of flushes
+    /// however many calls it seals: the contents and the records' new
+    /// versions (written beside them) together, then, once the records
+    /// took their names, their folder. The lock is not held across a
+    /// flush, so calls being recorded meanwhile do not wait for the disk.
     pub fn seal(&self) -> Result<usize> {
         let ids: Vec<u64> =
             std::mem::take(&mut *self.to_seal.lock().unwrap_or_else(PoisonError::into_inner))
                 .into_iter()
                 .collect();
-        let mut sealed = 0;
+        let full = self.settings.durability == Durability::Full;
+        // Read, hashed, stored and the new records written outside the
+        // lock (contents are written once under their hash, so two
+        // sealers agree).
+        let mut sealing = Vec::new();
+        let mut to_flush = Vec::new();
         for id in ids {
-            let Some(record) = self.call(id)? else {
+            let path = self.settings.dir.join("calls").join(record_name(id));
+            let Some(record) = read_record(&path)? else {
                 continue;
             };
             let keys = linked_keys(&record);
             if keys.is_empty() {
                 continue;
             }
-            // Read, hashed and stored outside the lock (contents are
-            // written once under their hash, so two sealers agree).
             let mut outcome: Vec<(String, std::result::Result<String, String>)> = Vec::new();
             for key in keys {
                 let result = match self.content(&key) {
-                    Ok(data) => Ok(self.store_packed(&data)?),
+                    Ok(data) => Ok(self.store_packed(&data, &mut to_flush)?),
                     Err(err @ JournalError::ChangedInPlace { .. }) => Err(err.to_string()),
                     Err(err @ JournalError::MissingContent { .. }) => Err(err.to_string()),
                     Err(err) => return Err(err),
                 };
                 outcome.push((key, result));
             }
-            let _lock = self.lock()?;
-            // Read again: another process may have sealed or pruned it.
-            let path = self.settings.dir.join("calls").join(record_name(id));
-            let Some(mut record) = read_record(&path)? else {
+            let mut sealed = record.clone();
+            if !apply_seal(&mut sealed, &outcome) {
                 continue;
-            };
-            let mut changed = false;
-            for change in &mut record.changes {
-                let ChangeRecord { change, .. } = change;
-                for side in [&mut change.before, &mut change.after]
-                    .into_iter()
-                    .flatten()
+            }
+            let temp = temp_beside(&path);
+            let data = serde_json::to_vec(&sealed).map_err(|err| JournalError::Corrupt {
+                path: path.clone(),
+                message: err.to_string(),
+            })?;
+            fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
+            to_flush.push(temp.clone());
+            sealing.push(Sealing {
+                path,
+                read: record,
+                temp,
+                outcome,
+            });
+        }
+        let result = self.seal_records(&sealing, &to_flush, full);
+        for item in &sealing {
+            let _ = fs::remove_file(&item.temp);
+        }
+        result
+    }
+
+    /// The second half of [`seal`](Self::seal): flushes the contents and
+    /// the records' new versions, renames each record into place (under
+    /// the lock, and only if it is still as read; else it is sealed again
+    /// there), flushes the records' folder, then removes the links.
+    fn seal_records(&self, sealing: &[Sealing], to_flush: &[PathBuf], full: bool) -> Result<usize> {
+        if full && !to_flush.is_empty() {
+            let mut files = Vec::new();
+            open_for_flush(to_flush, &mut files)?;
+            flush_files(&files, &self.objects())?;
+        }
+        let mut sealed = 0;
+        let mut done = Vec::new();
+        let mut again = Vec::new();
+        {
+            let _lock = self.lock()?;
+            for item in sealing {
+                // A content stored above is referred to by no record until
+                // the record is renamed: another process's prune may have
+                // swept it meanwhile. Then the record keeps its links (and
+                // they their files) until the next pass.
+                if item
+                    .outcome
+                    .iter()
+                    .any(|(_, result)| result.as_ref().is_ok_and(|hash| !self.has_content(hash)))
                 {
-                    let Some(key) = side.hash.clone() else {
-                        continue;
-                    };
-                    let Some((_, result)) = outcome.iter().find(|(k, _)| *k == key) else {
-                        continue;
-                    };
-                    changed = true;
-                    match result {
-                        Ok(hash) => side.hash = Some(hash.clone()),
-                        Err(reason) => {
-                            side.hash = None;
-                            change
-                                .not_undoable
-                                .get_or_insert_with(|| format!("its content was lost: {reason}"));
-                        }
-                    }
+                    again.push(item.read.id);
+                    continue;
                 }
-            }
-            if changed {
-                let data = serde_json::to_vec(&record).map_err(|err| JournalError::Corrupt {
-                    path: path.clone(),
-                    message: err.to_string(),
-                })?;
-                write_replace(&path, &data, self.settings.durability == Durability::Full)?;
+                // Read again: another process may have sealed or pruned it.
+                let Some(mut now) = read_record(&item.path)? else {
+                    continue;
+                };
+                if now == item.read {
+                    fs::rename(&item.temp, &item.path).map_err(io_err("writing", &item.path))?;
+                } else if apply_seal(&mut now, &item.outcome) {
+                    let data = serde_json::to_vec(&now).map_err(|err| JournalError::Corrupt {
+                        path: item.path.clone(),
+                        message: err.to_string(),
+                    })?;
+                    write_replace(&item.path, &data, full)?;
+                }
                 sealed += 1;
+                done.push(item.path.clone());
             }
-            for (key, result) in &outcome {
+        }
+        if full && !done.is_empty() {
+            let calls = self.settings.dir.join("calls");
+            let files = vec![File::open(&calls).map_err(io_err("flushing", &calls))?];
+            flush_files(&files, &calls)?;
+        }
+        self.to_seal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(again.iter().copied());
+        for item in sealing {
+            if again.contains(&item.read.id) {
+                continue;
+            }
+            for (key, result) in &item.outcome {
                 let path = self.object_path(key);
                 // A reader that read the record before this finds the
                 // content by the hash left here (swept by the next prune,
@@ -1354,23 +1531,28 @@ impl Journal {
     }
 
     /// Stores `data` compressed under its hash unless it is stored;
-    /// returns the hash. Flushed under [`Durability::Full`].
-    fn store_packed(&self, data: &[u8]) -> Result<String> {
+    /// returns the hash. Not flushed: its file is added to `to_flush`.
+    fn store_packed(&self, data: &[u8], to_flush: &mut Vec<PathBuf>) -> Result<String> {
         let hash = hash(data);
         if self.has_content(&hash) {
             return Ok(hash);
         }
         let path = self.object_path(&hash);
-        if let Some(parent) = path.parent() {
+        if let Some(parent) = path.parent()
+            && !parent.is_dir()
+        {
             fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+            to_flush.push(parent.to_path_buf());
         }
         let packed = zstd::bulk::compress(data, 3).map_err(io_err("compressing", &path))?;
-        let sync = self.settings.durability == Durability::Full;
-        if packed.len() < data.len() {
-            write_replace(&path.with_extension("zst"), &packed, sync)?;
+        let target = if packed.len() < data.len() {
+            write_replace(&path.with_extension("zst"), &packed, false)?;
+            path.with_extension("zst")
         } else {
-            write_replace(&path, data, sync)?;
-        }
+            write_replace(&path, data, false)?;
+            path
+        };
+        to_flush.push(target);
         Ok(hash)
     }
 
@@ -1399,7 +1581,7 @@ impl Journal {
                 // Linux the niceness is the thread's.) A failure leaves
                 // the priority as it was: only speed depends on it.
                 let _ = rustix::process::setpriority_process(None, 19);
-                if let Err(err) = journal.compact() {
+                if let Err(err) = journal.compact_recent() {
                     tracing::warn!(%err, "journal compaction failed");
                 }
                 journal.compacting.store(false, Ordering::Release);
@@ -1441,6 +1623,64 @@ pub struct PruneReport {
     pub bytes_kept: u64,
 }
 
+/// A record being sealed ([`Journal::seal`]): where it is, as it was
+/// read, its new version written beside it, and what became of each of
+/// its linked contents.
+struct Sealing {
+    path: PathBuf,
+    read: CallRecord,
+    temp: PathBuf,
+    outcome: Vec<(String, std::result::Result<String, String>)>,
+}
+
+/// Puts the outcome of sealing its linked contents in `record`: each key
+/// replaced by its hash, or, for a content lost, by none with the reason.
+/// Whether it changed.
+fn apply_seal(
+    record: &mut CallRecord,
+    outcome: &[(String, std::result::Result<String, String>)],
+) -> bool {
+    let mut changed = false;
+    for change in &mut record.changes {
+        let ChangeRecord { change, .. } = change;
+        for side in [&mut change.before, &mut change.after]
+            .into_iter()
+            .flatten()
+        {
+            let Some(key) = side.hash.clone() else {
+                continue;
+            };
+            let Some((_, result)) = outcome.iter().find(|(k, _)| *k == key) else {
+                continue;
+            };
+            changed = true;
+            match result {
+                Ok(hash) => side.hash = Some(hash.clone()),
+                Err(reason) => {
+                    side.hash = None;
+                    change
+                        .not_undoable
+                        .get_or_insert_with(|| format!("its content was lost: {reason}"));
+                }
+            }
+        }
+    }
+    changed
+}
+
+/// A temporary name beside `path` (`NAME.tmp.PID.N`, swept when its
+/// process is gone).
+fn temp_beside(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(
+        ".tmp.{}.{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    PathBuf::from(temp)
+}
+
 /// Where a sealed linked content's hash is left for readers of older
 /// records.
 fn forward_of(path: &Path) -> PathBuf {
@@ -1468,58 +1708,56 @@ fn linked_keys(record: &CallRecord) -> Vec<String> {
     keys
 }
 
+/// Most raw contents a process notes for its background pass; past it
+/// the pass lists every content instead.
+const MAX_RAW_TRACKED: usize = 100_000;
+
 /// Most threads one round of flushes uses: each mostly waits for the
 /// disk, and the filesystem folds flushes made at once into one commit.
 const MAX_FLUSH_THREADS: usize = 16;
 
-/// Flushes the files `paths` and the directories holding them, all at
-/// once (scoped threads over a shared index).
-fn flush_all(paths: &[PathBuf]) -> Result<()> {
-    if paths.is_empty() {
-        return Ok(());
-    }
-    let mut all: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-    let files = all.len();
+/// Opens the contents `paths` and the folders holding them, for a round
+/// of flushes ([`flush_files`]). A content swept by a prune meanwhile is
+/// skipped: the announcement naming it is refused under the lock.
+fn open_for_flush(paths: &[PathBuf], out: &mut Vec<File>) -> Result<()> {
     let mut dirs: Vec<&Path> = paths.iter().filter_map(|p| p.parent()).collect();
     dirs.sort_unstable();
     dirs.dedup();
-    all.extend(dirs);
+    for path in paths.iter().map(PathBuf::as_path).chain(dirs) {
+        match File::open(path) {
+            Ok(file) => out.push(file),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(io_err("flushing", path)(err)),
+        }
+    }
+    Ok(())
+}
+
+/// Flushes `files` (contents, records, folders) all at once: scoped
+/// threads over a shared index, the calling thread one of them.
+fn flush_files(files: &[File], dir: &Path) -> Result<()> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failed: Mutex<Option<JournalError>> = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..all.len().min(MAX_FLUSH_THREADS) {
-            scope.spawn(|| {
-                loop {
-                    let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = all.get(at) else {
-                        break;
-                    };
-                    // A file's data (and what is needed to read it back:
-                    // a linked file whose data is on disk costs nothing),
-                    // a directory's entries.
-                    let flushed = File::open(path).and_then(|file| {
-                        if at < files {
-                            file.sync_data()
-                        } else {
-                            file.sync_all()
-                        }
-                    });
-                    match flushed {
-                        Ok(()) => {}
-                        // Swept by a prune meanwhile: the announcement
-                        // naming it is refused under the lock.
-                        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                        Err(err) => {
-                            failed
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .get_or_insert(io_err("flushing", path)(err));
-                            break;
-                        }
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(file) = files.get(at) else {
+                break;
+            };
+            if let Err(err) = file.sync_all() {
+                failed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert(io_err("flushing", dir)(err));
+                break;
+            }
         }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..files.len().min(MAX_FLUSH_THREADS) {
+            scope.spawn(work);
+        }
+        work();
     });
     match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(err) => Err(err),
@@ -1556,6 +1794,49 @@ fn read_record(path: &Path) -> Result<Option<CallRecord>> {
             path: path.to_path_buf(),
             message: err.to_string(),
         })
+}
+
+/// A call's pending log ([`Journal::append_pending`]) as one record: the
+/// fields of its last line, the changes of every line in order. A line
+/// that does not parse ends it: a crash tore it before its batch was
+/// flushed, so nothing it announced was made, and nothing follows it
+/// (each line is appended only once the one before it is on disk). A log
+/// of which no line parses announced nothing that was made: `Some` with
+/// no change and id 0. (A record of one line without its newline, as
+/// earlier versions wrote it, reads the same.)
+fn read_pending(path: &Path) -> Result<Option<CallRecord>> {
+    let data = match fs::read(path) {
+        Ok(data) => data,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io_err("reading", path)(err)),
+    };
+    let mut merged: Option<CallRecord> = None;
+    for line in data.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        let Ok(batch) = serde_json::from_slice::<CallRecord>(line) else {
+            break;
+        };
+        merged = Some(match merged {
+            None => batch,
+            Some(mut so_far) => {
+                so_far.changes.extend(batch.changes);
+                CallRecord {
+                    changes: so_far.changes,
+                    ..batch
+                }
+            }
+        });
+    }
+    Ok(Some(merged.unwrap_or(CallRecord {
+        id: 0,
+        time: 0,
+        tool: String::new(),
+        surface: String::new(),
+        principal: String::new(),
+        pid: 0,
+        undoes: Vec::new(),
+        changes: Vec::new(),
+        notes: Vec::new(),
+    })))
 }
 
 /// The process that writes the temporary file `name` (`NAME.tmp.PID.N`),
@@ -1615,8 +1896,18 @@ struct CallState {
     journal: Arc<Journal>,
     record: Mutex<CallRecord>,
     /// Contents kept for this call and not yet flushed: the next
-    /// announcement flushes them all at once, before its record.
+    /// announcement flushes them all at once, with its record.
     to_flush: Mutex<Vec<PathBuf>>,
+    /// The call's pending log, once its first change was announced.
+    log: Mutex<PendingLog>,
+}
+
+/// A call's pending log ([`Journal::append_pending`]): the open file, and
+/// how many of the record's changes it holds.
+#[derive(Debug, Default)]
+struct PendingLog {
+    file: Option<File>,
+    logged: usize,
 }
 
 impl std::fmt::Debug for CallState {
@@ -1662,9 +1953,14 @@ impl Recorder {
     /// for one call cost one round of flushes.
     pub fn store(&self, data: &[u8]) -> Result<String> {
         let journal = &self.0.journal;
-        let hash = journal.store_unflushed(data)?;
+        let (hash, made) = journal.store_with(data, false)?;
         if journal.settings.durability == Durability::Full {
             self.flush_later(journal.object_path(&hash));
+            if let Some(made) = made {
+                // A new folder of contents: flushed itself, so its entry
+                // in `objects/` is flushed too.
+                self.flush_later(made);
+            }
         }
         Ok(hash)
     }
@@ -1731,12 +2027,23 @@ impl Recorder {
         self.intents(vec![change]).map(|tokens| tokens[0])
     }
 
-    /// Announces several changes at once (one flush for all).
+    /// Announces several changes at once (one round of flushes for all).
     pub fn intents(&self, changes: Vec<Change>) -> Result<Vec<Token>> {
+        let announcement = self.announce(changes)?;
+        flush_files(announcement.files(), &self.0.journal.settings.dir)?;
+        Ok(announcement.confirm())
+    }
+
+    /// Announces changes about to be made, without flushing: the pending
+    /// record holds them, and the [`Announcement`] names the journal's
+    /// files to flush (the contents stored for the call since the last
+    /// announcement, its record, their folders; none under
+    /// [`Durability::Relaxed`]). The caller flushes them in the same round
+    /// as its own files, then [`confirm`](Announcement::confirm)s, and only
+    /// then makes the changes: so a call costs the journal no round of
+    /// flushes of its own. Dropped unconfirmed, the changes are withdrawn.
+    pub fn announce(&self, changes: Vec<Change>) -> Result<Announcement> {
         let journal = &self.0.journal;
-        // The contents are flushed with the record, before it takes its
-        // name, so a record on disk never names one that a crash could
-        // lose.
         let to_flush = std::mem::take(
             &mut *self
                 .0
@@ -1744,18 +2051,10 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        let keep_for_later = |to_flush: Vec<PathBuf>| {
-            // Flushed again with the next announcement.
-            self.0
-                .to_flush
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend(to_flush);
-        };
         let _lock = match journal.lock() {
             Ok(lock) => lock,
             Err(err) => {
-                keep_for_later(to_flush);
+                self.keep_for_later(to_flush);
                 return Err(err);
             }
         };
@@ -1768,14 +2067,28 @@ impl Recorder {
                 if let Some(hash) = &image.hash
                     && !journal.has_content(hash)
                 {
-                    keep_for_later(to_flush);
+                    self.keep_for_later(to_flush);
                     return Err(JournalError::MissingContent { hash: hash.clone() });
                 }
             }
         }
+        let mut files = Vec::new();
+        if journal.settings.durability == Durability::Full
+            && let Err(err) = open_for_flush(&to_flush, &mut files)
+        {
+            self.keep_for_later(to_flush);
+            return Err(err);
+        }
         let mut record = self.0.record.lock().unwrap_or_else(PoisonError::into_inner);
         if record.id == 0 {
-            record.id = journal.next_id()?;
+            match journal.next_id() {
+                Ok(id) => record.id = id,
+                Err(err) => {
+                    drop(record);
+                    self.keep_for_later(to_flush);
+                    return Err(err);
+                }
+            }
         }
         let first = record.changes.len();
         let count = changes.len();
@@ -1785,13 +2098,30 @@ impl Recorder {
                 change,
                 state: ChangeState::Pending,
             }));
-        if let Err(err) = journal.write_pending(&record, &to_flush) {
+        let mut log = self.0.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(err) = journal.append_pending(&mut log, &record, &mut files) {
             record.changes.truncate(first);
+            drop(log);
             drop(record);
-            keep_for_later(to_flush);
+            self.keep_for_later(to_flush);
             return Err(err);
         }
-        Ok((first..first + count).map(Token).collect())
+        Ok(Announcement {
+            recorder: self.clone(),
+            tokens: (first..first + count).map(Token).collect(),
+            files,
+            contents: to_flush,
+            confirmed: false,
+        })
+    }
+
+    fn keep_for_later(&self, to_flush: Vec<PathBuf>) {
+        // Flushed with the next announcement.
+        self.0
+            .to_flush
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(to_flush);
     }
 
     /// Confirms an announced change: it was made.
@@ -1847,6 +2177,54 @@ impl Recorder {
     pub fn enter(&self) -> EnterGuard {
         let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
         EnterGuard { previous }
+    }
+}
+
+/// Changes announced and written to the call's pending record, not yet
+/// flushed ([`Recorder::announce`]).
+#[derive(Debug)]
+pub struct Announcement {
+    recorder: Recorder,
+    tokens: Vec<Token>,
+    files: Vec<File>,
+    /// The contents flushed with it, kept for the next announcement if
+    /// this one is withdrawn.
+    contents: Vec<PathBuf>,
+    confirmed: bool,
+}
+
+impl Announcement {
+    /// The journal's files to flush before the changes are made.
+    pub fn files(&self) -> &[File] {
+        &self.files
+    }
+
+    /// The error for a failed flush of one of [`files`](Self::files).
+    pub fn flush_failed(&self, err: io::Error) -> JournalError {
+        io_err("flushing", &self.recorder.0.journal.settings.dir)(err)
+    }
+
+    /// The files are flushed: the changes may be made; their tokens, to
+    /// confirm or withdraw each once tried.
+    pub fn confirm(mut self) -> Vec<Token> {
+        self.confirmed = true;
+        std::mem::take(&mut self.tokens)
+    }
+}
+
+impl Drop for Announcement {
+    fn drop(&mut self) {
+        if self.confirmed {
+            return;
+        }
+        // Not flushed: none of the changes is made. The record on disk
+        // still names them; the call's end (or a recovery) finds the disk
+        // as it was and drops them.
+        for token in &self.tokens {
+            self.recorder.abort(*token);
+        }
+        self.recorder
+            .keep_for_later(std::mem::take(&mut self.contents));
     }
 }
 

@@ -150,14 +150,14 @@ fn a_pending_record_of_a_live_process_is_left_alone() {
             state: ChangeState::Pending,
         }],
     };
-    journal.write_pending(&record, &[]).unwrap();
+    journal.write_pending(&record).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert_eq!(journal.ids("pending").unwrap(), vec![7]);
     // Its id is not handed out again.
     assert_eq!(journal.next_id().unwrap(), 8);
     record.pid = u32::MAX;
-    journal.write_pending(&record, &[]).unwrap();
+    journal.write_pending(&record).unwrap();
     drop(journal);
     let journal = Journal::open(settings(dir.path())).unwrap();
     assert!(journal.ids("pending").unwrap().is_empty());
@@ -382,6 +382,10 @@ fn a_call_with_a_note_and_no_change_is_filed() {
 /// Replaces `path` by a rename, as the write path does, recording the
 /// file it replaced by a link: returns the call's id and the link's key.
 fn record_linked_replace(journal: &Arc<Journal>, path: &Path, new: &[u8]) -> (u64, String) {
+    // No background pass: the tests run the passes themselves, at the
+    // moment they choose (one sealing before the test changes the file
+    // would race it).
+    journal.compacting.store(true, Ordering::Release);
     let scope = journal.begin("edit_file", "default", "local");
     let recorder = current().unwrap();
     let parent = File::open(path.parent().unwrap()).unwrap();
@@ -534,4 +538,168 @@ fn an_interrupted_change_with_linked_contents_is_resolved_by_the_file_itself() {
         journal.content(before.hash.as_ref().unwrap()).unwrap(),
         old.as_bytes()
     );
+}
+
+/// The pending record is a log, a line per announcement, each appended
+/// once the one before it is on disk: a crash can tear only the last
+/// line, whose changes were never made. The next open keeps the lines
+/// before it and resolves them against the disk.
+#[test]
+fn a_pending_log_torn_by_a_crash_keeps_the_batches_before_the_tear() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.txt");
+    let second = dir.path().join("second.txt");
+    for path in [&first, &second] {
+        fs::write(path, "old\n").unwrap();
+    }
+    let pending = {
+        let journal = Journal::open(settings(dir.path())).unwrap();
+        let scope = journal.begin("apply_patch", "default", "local");
+        let recorder = current().unwrap();
+        let old = Image::stored(recorder.store(b"old\n").unwrap(), 0o644, 4);
+        let new = Image::stored(recorder.store(b"new\n").unwrap(), 0o644, 4);
+        for path in [&first, &second] {
+            let change = Change::new(path, Op::Modify, Some(old.clone()), Some(new.clone()));
+            recorder.intent(change).unwrap();
+            fs::write(path, "new\n").unwrap();
+        }
+        let id = scope.id().unwrap();
+        std::mem::forget(scope);
+        let _ = CURRENT.with(|c| c.take());
+        journal.settings.dir.join("pending").join(record_name(id))
+    };
+    let log = fs::read_to_string(&pending).unwrap();
+    assert_eq!(log.lines().count(), 2, "a line per announcement: {log}");
+    // A third announcement torn half-way by the crash.
+    let third = log.lines().last().unwrap();
+    let mut torn = OpenOptions::new().append(true).open(&pending).unwrap();
+    torn.write_all(&third.as_bytes()[..third.len() / 2])
+        .unwrap();
+    drop(torn);
+
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+    let calls = journal.calls().unwrap();
+    assert_eq!(calls.len(), 1);
+    let states: Vec<(PathBuf, ChangeState)> = calls[0]
+        .changes
+        .iter()
+        .map(|c| (c.change.path.clone(), c.state))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(first, ChangeState::Done), (second, ChangeState::Done)]
+    );
+}
+
+/// A crash that tore the first announcement of a call (before its flush
+/// ended, so before any change) leaves a record of which nothing parses:
+/// the next open removes it.
+#[test]
+fn a_pending_record_torn_before_its_first_batch_was_flushed_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Journal::open(settings(dir.path())).unwrap());
+    let pending = dir.path().join("state/pending").join(record_name(5));
+    fs::write(&pending, br#"{"id":5,"time":17,"tool":"apply_pa"#).unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(!pending.exists());
+    assert!(journal.calls().unwrap().is_empty());
+    assert!(journal.next_id().unwrap() >= 1);
+}
+
+/// An announcement whose flush failed (or was never made) is dropped
+/// unconfirmed: its changes are withdrawn, and the contents it would have
+/// flushed are flushed with the next one.
+#[test]
+fn an_announcement_dropped_unflushed_withdraws_its_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let scope = journal.begin("write_file", "default", "local");
+    let recorder = current().unwrap();
+    let old = Image::stored(recorder.store(b"old\n").unwrap(), 0o644, 4);
+    let change = Change::new(dir.path().join("x"), Op::Delete, Some(old), None);
+    let announcement = recorder.announce(vec![change.clone()]).unwrap();
+    // The stored content, the record and the pending folder.
+    assert!(announcement.files().len() >= 3, "{announcement:?}");
+    drop(announcement);
+    assert!(!recorder.0.to_flush.lock().unwrap().is_empty());
+    let kept = dir.path().join("y");
+    let token = recorder
+        .intent(Change::new(&kept, Op::Create, None, None))
+        .unwrap();
+    recorder.done(token);
+    assert!(recorder.0.to_flush.lock().unwrap().is_empty());
+    let id = scope.finish().unwrap().unwrap();
+    let call = journal.call(id).unwrap().unwrap();
+    let paths: Vec<&Path> = call
+        .changes
+        .iter()
+        .map(|c| c.change.path.as_path())
+        .collect();
+    assert_eq!(paths, vec![kept.as_path()]);
+}
+
+/// The background pass compresses what this process stored since the
+/// last pass, without listing every content; its first pass (and an
+/// explicit compact) lists them all, so contents a process that ended left
+/// raw are compressed too.
+#[test]
+fn the_background_pass_compresses_what_was_stored_since_without_listing_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    // The first pass of a process lists everything.
+    assert_eq!(journal.compact_recent().unwrap(), 0);
+    let left = "left raw by a process that ended\n".repeat(100);
+    let left_hash = hash(left.as_bytes());
+    let left_path = journal.object_path(&left_hash);
+    fs::create_dir_all(left_path.parent().unwrap()).unwrap();
+    fs::write(&left_path, &left).unwrap();
+    let mine = journal
+        .store_unflushed("stored by this process\n".repeat(100).as_bytes())
+        .unwrap();
+    assert_eq!(journal.compact_recent().unwrap(), 1);
+    assert!(!journal.object_path(&mine).exists());
+    assert!(journal.object_path(&mine).with_extension("zst").exists());
+    assert!(left_path.exists(), "not listed by a recent pass");
+    assert_eq!(journal.compact().unwrap(), 1);
+    assert!(!left_path.exists());
+    assert_eq!(journal.content(&left_hash).unwrap(), left.as_bytes());
+    assert_eq!(journal.compact_recent().unwrap(), 0);
+}
+
+/// A content the sealing pass stored is referred to by no record until
+/// the record takes its new version: another process's prune may sweep it
+/// meanwhile. The record then keeps its link (and the link its file)
+/// until the next pass, never naming a content that is gone.
+#[test]
+fn a_seal_whose_content_was_swept_meanwhile_keeps_the_link_for_the_next_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let file = dir.path().join("a.txt");
+    fs::write(&file, "old\n").unwrap();
+    let (id, key) = record_linked_replace(&journal, &file, b"new\n");
+    let path = journal.settings.dir.join("calls").join(record_name(id));
+    let read = read_record(&path).unwrap().unwrap();
+    let temp = temp_beside(&path);
+    fs::write(&temp, b"{}").unwrap();
+    let swept = hash(b"old\n");
+    assert!(!journal.has_content(&swept));
+    let sealing = [Sealing {
+        path: path.clone(),
+        read: read.clone(),
+        temp: temp.clone(),
+        outcome: vec![(key.clone(), Ok(swept))],
+    }];
+    journal.to_seal.lock().unwrap().clear();
+    journal.seal_records(&sealing, &[], true).unwrap();
+    assert_eq!(read_record(&path).unwrap().unwrap(), read);
+    assert!(journal.object_path(&key).exists());
+    assert!(journal.to_seal.lock().unwrap().contains(&id));
+    assert_eq!(journal.content(&key).unwrap(), b"old\n");
+    // The next pass seals it.
+    let _ = fs::remove_file(&temp);
+    assert_eq!(journal.seal().unwrap(), 1);
+    let sealed = read_record(&path).unwrap().unwrap();
+    let before = sealed.changes[0].change.before.as_ref().unwrap();
+    assert_eq!(before.hash.as_deref(), Some(hash(b"old\n").as_str()));
 }
