@@ -50,16 +50,30 @@ impl TrigramCollector {
         found
     }
 
-    /// The distinct trigrams of `text`, in the order first met (the build
-    /// sorts a whole batch of files' pairs at once instead).
+    /// The distinct trigrams of `text`, in the order first met.
     pub(crate) fn collect_unsorted(&mut self, text: &[u8]) -> Vec<Trigram> {
+        let mut found = Vec::new();
+        let n = self.collect_into(text, &mut found);
+        found.truncate(n);
+        found
+    }
+
+    /// Writes the distinct trigrams of `text`, in the order first met, to
+    /// the front of `found` and returns how many there are. `found` only
+    /// grows (what lies past the count is left over from earlier texts),
+    /// so a reader that passes the same buffer for every file allocates
+    /// and clears nothing per file.
+    pub(crate) fn collect_into(&mut self, text: &[u8], found: &mut Vec<Trigram>) -> usize {
         let Some(windows) = text.len().checked_sub(2).filter(|&n| n > 0) else {
-            return Vec::new();
+            return 0;
         };
+        if found.len() < windows {
+            found.resize(windows, 0);
+        }
         // Every window is written and the length moves on only for a new
         // one: whether a trigram is new is a coin toss on source text, and
         // a branch on it was mispredicted about half the time.
-        let mut found = vec![0; windows];
+        let out = &mut found[..windows];
         let mut len = 0;
         let mut window = (u32::from(fold(text[0])) << 8) | u32::from(fold(text[1]));
         for &byte in &text[2..] {
@@ -68,50 +82,137 @@ impl TrigramCollector {
             let bit = 1u64 << (window & 63);
             let new = usize::from(*word & bit == 0);
             *word |= bit;
-            found[len] = window;
+            out[len] = window;
             len += new;
         }
-        found.truncate(len);
-        for &trigram in &found {
+        for &trigram in &found[..len] {
             self.seen[(trigram >> 6) as usize] = 0;
         }
-        found
+        len
     }
 }
 
-/// Sorts `(trigram << 32 | file id)` pairs by trigram, keeping the order of
-/// pairs with the same trigram: pairs appended file by file in increasing
-/// id order come out sorted by trigram, then id. Three counting passes over
-/// a byte of the key each (the counts of all three taken in one read), so
-/// a batch costs a few linear passes rather than a comparison sort's
-/// `log n`, which was the build's largest cost.
-pub(crate) fn sort_by_trigram(pairs: &mut Vec<u64>, scratch: &mut Vec<u64>) {
-    let mut counts = [[0usize; 256]; 3];
-    for &pair in pairs.iter() {
-        for (pass, count) in counts.iter_mut().enumerate() {
-            count[((pair >> (32 + 8 * pass)) & 0xFF) as usize] += 1;
+/// Files one [`Batch`] holds at most: a pair keeps the file's place in its
+/// batch in 16 bits.
+pub(crate) const BATCH_FILES: usize = 1 << 16;
+
+/// The (trigram, file) pairs of a run of files, gathered into a segment.
+///
+/// Each pair is 4 bytes, put as it is added into one of 256 buckets by the
+/// trigram's first byte: the trigram's other two bytes above the file's
+/// place in the batch. A bucket (tens of kilobytes on source text) is then
+/// sorted where it lies in the processor's cache, by two counting passes,
+/// and the lists are read off it in key order. The buckets and the scratch
+/// keep their room from batch to batch, so a reader allocates them once.
+/// (Before, each pair was 8 bytes, held twice, and sorted by three
+/// counting passes over the whole batch in main memory: the build's
+/// largest cost.)
+pub(crate) struct Batch {
+    buckets: Vec<Vec<u32>>,
+    /// The file id of each place.
+    ids: Vec<u32>,
+    pairs: usize,
+    scratch: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Batch {
+    pub(crate) fn new() -> Batch {
+        Batch {
+            buckets: (0..256).map(|_| Vec::new()).collect(),
+            ids: Vec::new(),
+            pairs: 0,
+            scratch: Vec::new(),
+            list: Vec::new(),
         }
+    }
+
+    /// Pairs held.
+    pub(crate) fn pairs(&self) -> usize {
+        self.pairs
+    }
+
+    /// Files held.
+    pub(crate) fn files(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Adds the distinct trigrams of file `id`, which must be above every
+    /// id held, and the batch must hold fewer than [`BATCH_FILES`] files.
+    pub(crate) fn add(&mut self, id: u32, trigrams: &[Trigram]) {
+        debug_assert!(self.ids.len() < BATCH_FILES);
+        debug_assert!(self.ids.last().is_none_or(|&last| last < id));
+        let place = (self.ids.len() & 0xFFFF) as u32;
+        self.ids.push(id);
+        for &trigram in trigrams {
+            self.buckets[((trigram >> 16) & 0xFF) as usize].push((trigram << 16) | place);
+        }
+        self.pairs += trigrams.len();
+    }
+
+    /// The segment of the pairs held; the batch is left empty.
+    pub(crate) fn take_segment(&mut self) -> Segment {
+        let mut segment = Segment::default();
+        for (first, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            sort_bucket(bucket, &mut self.scratch);
+            let mut at = 0;
+            while at < bucket.len() {
+                let rest = bucket[at] >> 16;
+                self.list.clear();
+                while let Some(&pair) = bucket.get(at).filter(|&&p| p >> 16 == rest) {
+                    self.list.push(self.ids[(pair & 0xFFFF) as usize]);
+                    at += 1;
+                }
+                segment.push_list(((first as u32) << 16) | rest, &self.list);
+            }
+            bucket.clear();
+        }
+        self.ids.clear();
+        self.pairs = 0;
+        segment.seal();
+        segment
+    }
+}
+
+/// Sorts a bucket's pairs by their upper 16 bits (the trigram's last two
+/// bytes), keeping the order of pairs with the same bits: pairs are added
+/// file by file, so they come out sorted by trigram, then file. Two
+/// counting passes of a byte each (the counts of both taken in one read).
+fn sort_bucket(pairs: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+    if pairs.len() < 64 {
+        // Pairs are distinct and a file's place is in the low bits, so
+        // sorting the values sorts by trigram, then file.
+        pairs.sort_unstable();
+        return;
+    }
+    let mut counts = [[0usize; 256]; 2];
+    for &pair in pairs.iter() {
+        counts[0][((pair >> 16) & 0xFF) as usize] += 1;
+        counts[1][(pair >> 24) as usize] += 1;
     }
     scratch.clear();
     scratch.resize(pairs.len(), 0);
-    for (pass, count) in counts.iter().enumerate() {
-        // A byte that is the same in every pair orders nothing.
-        if count.contains(&pairs.len()) {
-            continue;
-        }
-        let shift = 32 + 8 * pass;
-        let mut starts = [0usize; 256];
-        let mut total = 0;
-        for (start, &c) in starts.iter_mut().zip(count) {
-            *start = total;
-            total += c;
-        }
-        for &pair in pairs.iter() {
-            let at = &mut starts[((pair >> shift) & 0xFF) as usize];
-            scratch[*at] = pair;
-            *at += 1;
-        }
-        std::mem::swap(pairs, scratch);
+    // From the bucket to the scratch by the third byte of the trigram,
+    // then back by the second: the bucket keeps its own room.
+    scatter(pairs, scratch, &counts[0], 16);
+    scatter(scratch, pairs, &counts[1], 24);
+}
+
+/// One stable counting pass: `from` into `to` by the byte at `shift`.
+fn scatter(from: &[u32], to: &mut [u32], count: &[usize; 256], shift: u32) {
+    let mut starts = [0usize; 256];
+    let mut total = 0;
+    for (start, &c) in starts.iter_mut().zip(count) {
+        *start = total;
+        total += c;
+    }
+    for &pair in from {
+        let at = &mut starts[((pair >> shift) & 0xFF) as usize];
+        to[*at] = pair;
+        *at += 1;
     }
 }
 
@@ -617,24 +718,47 @@ mod tests {
             }
 
             #[test]
-            fn the_counting_sort_orders_like_a_comparison_sort(
-                files in prop::collection::vec(prop::collection::vec(0u32..0x100_0000, 0..40), 0..40),
+            fn a_batch_makes_the_segment_of_its_pairs(
+                files in prop::collection::vec(
+                    (1u32..5000, prop::collection::vec(0u32..0x100_0000, 0..300)),
+                    0..40,
+                ),
+                narrow in any::<bool>(),
             ) {
-                // Pairs appended file by file in id order, as a reader does;
-                // trigrams spread over all three bytes of the key.
+                // Files added in increasing id order, as a reader does;
+                // trigrams spread over all three bytes of the key (or
+                // crowded into one bucket, so its counting passes run).
+                let mut batch = Batch::new();
+                let mut collector = TrigramCollector::new();
+                let mut found = Vec::new();
                 let mut pairs: Vec<u64> = Vec::new();
-                for (id, trigrams) in files.iter().enumerate() {
-                    let mut distinct = trigrams.clone();
-                    distinct.sort_unstable();
-                    distinct.dedup();
-                    distinct.reverse();
-                    pairs.extend(distinct.iter().map(|&t| (u64::from(t) << 32) | id as u64));
+                let mut id = 0u32;
+                for (gap, trigrams) in &files {
+                    id += gap;
+                    let text: Vec<u8> = trigrams
+                        .iter()
+                        .flat_map(|&t| {
+                            let t = if narrow { 0x41_0000 | (t & 0x3F3F) } else { t };
+                            [(t >> 16) as u8, (t >> 8) as u8, t as u8]
+                        })
+                        .collect();
+                    let n = collector.collect_into(&text, &mut found);
+                    let unsorted = collector.collect_unsorted(&text);
+                    prop_assert_eq!(&found[..n], unsorted.as_slice());
+                    batch.add(id, &found[..n]);
+                    pairs.extend(found[..n].iter().map(|&t| (u64::from(t) << 32) | u64::from(id)));
                 }
-                let mut want = pairs.clone();
-                want.sort_unstable();
-                let mut scratch = Vec::new();
-                sort_by_trigram(&mut pairs, &mut scratch);
-                prop_assert_eq!(pairs, want);
+                prop_assert_eq!(batch.pairs(), pairs.len());
+                prop_assert_eq!(batch.files(), files.len());
+                let want = Segment::from_pairs(pairs.clone());
+                let got = batch.take_segment();
+                prop_assert_eq!(&got.keys, &want.keys);
+                prop_assert_eq!(&got.counts, &want.counts);
+                prop_assert_eq!(&got.arena, &want.arena);
+                // Emptied, it makes the next batch's segment alone.
+                prop_assert_eq!(batch.pairs(), 0);
+                batch.add(1, &[7]);
+                prop_assert_eq!(batch.take_segment().postings(), 1);
             }
 
             #[test]

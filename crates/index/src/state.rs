@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -18,7 +18,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
-use crate::postings::{Segment, Trigram, TrigramCollector, sort_by_trigram};
+use crate::postings::{BATCH_FILES, Batch, Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
 use agent_tools_walk::rules::{
@@ -42,8 +42,9 @@ const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
 /// (trigram, file) pairs a build reader gathers before sorting them into a
-/// segment: 8 MiB of pairs, a few thousand files of source.
-const BATCH_PAIRS: usize = 1 << 20;
+/// segment: 8 MiB of pairs (4 bytes each), some four thousand files of
+/// source.
+const BATCH_PAIRS: usize = 1 << 21;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
 /// is used: about 0.45 bytes on generated source trees, where dense lists
@@ -376,6 +377,20 @@ struct Read1 {
     taken: u64,
 }
 
+impl Read1 {
+    /// A file not read (yet, or at all: the build was stopped first).
+    fn unread() -> Read1 {
+        Read1 {
+            stamp: None,
+            binary_from_start: false,
+            outcome: Err(AlwaysReason::Unreadable),
+            text_bytes: 0,
+            nul_at: None,
+            taken: 0,
+        }
+    }
+}
+
 /// A directory the walk has yet to read.
 enum Pending {
     /// Already open (where the walk starts).
@@ -486,11 +501,17 @@ impl State {
     /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
     /// merged lists fit exactly, the largest files going out first).
     fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
-        let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
-        let results: Mutex<Vec<Option<Vec<Read1>>>> =
-            Mutex::new((0..chunks.len()).map(|_| None).collect());
+        // One slot a file, made here at once: the readers fill them in
+        // place rather than each allocating its chunks' results, which
+        // left the allocator holding their memory after the build.
+        let mut reads: Vec<Read1> = (0..paths.len()).map(|_| Read1::unread()).collect();
+        let slots = Mutex::new(
+            paths
+                .chunks(BUILD_CHUNK)
+                .zip(reads.chunks_mut(BUILD_CHUNK))
+                .enumerate(),
+        );
         let finished: Mutex<Vec<Vec<Segment>>> = Mutex::new(Vec::new());
-        let next = AtomicUsize::new(0);
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
         // Small segments' lists take up to about 1.4 times what merged
@@ -509,17 +530,22 @@ impl State {
                     let mut tiers = Tiers::default();
                     // The pairs of the chunks read since the last segment
                     // was made: a reader's chunks come in increasing id
-                    // order, so a batch sorts by trigram alone.
-                    let mut pairs: Vec<u64> = Vec::new();
-                    let mut scratch: Vec<u64> = Vec::new();
+                    // order, so its files are added in id order.
+                    let mut batch = Batch::new();
+                    // Reused from file to file: the bytes read and the
+                    // trigrams found.
+                    let mut bytes: Vec<u8> = Vec::new();
+                    let mut found: Vec<Trigram> = Vec::new();
                     // What was held after this reader last merged all it
                     // holds: it does so again only once that grew by an
                     // eighth of the budget, so a full index is not merged
                     // over and over.
                     let mut collapsed_at = 0u64;
                     loop {
-                        let at = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = chunks.get(at) else { break };
+                        let next = slots.lock().unwrap_or_else(PoisonError::into_inner).next();
+                        let Some((at, (chunk, reads))) = next else {
+                            break;
+                        };
                         let now = held.load(Ordering::Relaxed);
                         if now > budget && now > collapsed_at.saturating_add(budget / 8) {
                             // Small segments' lists take more than merged
@@ -528,52 +554,34 @@ impl State {
                             tiers.settle(&held);
                             collapsed_at = held.load(Ordering::Relaxed);
                         }
-                        let first_id = at * BUILD_CHUNK;
-                        let reads: Vec<Read1> = chunk
-                            .iter()
-                            .enumerate()
-                            .map(|(n, path)| {
-                                if stop.load(Ordering::Relaxed) {
-                                    return Read1 {
-                                        stamp: None,
-                                        binary_from_start: false,
-                                        outcome: Err(AlwaysReason::Unreadable),
-                                        text_bytes: 0,
-                                        nul_at: None,
-                                        taken: 0,
-                                    };
-                                }
-                                let mut read = self.read_file(path, &mut collector, false);
-                                if let Ok(trigrams) = &mut read.outcome {
-                                    if !trigrams.is_empty()
-                                        && held.load(Ordering::Relaxed) > leave_out_past
-                                    {
-                                        read.outcome = Err(AlwaysReason::OverBudget);
-                                        read.text_bytes = 0;
-                                    } else {
-                                        let id = u64::try_from(first_id + n).unwrap_or(u64::MAX);
-                                        pairs.extend(
-                                            trigrams.iter().map(|&t| (u64::from(t) << 32) | id),
-                                        );
-                                        read.taken = trigrams.len() as u64;
-                                        *trigrams = Vec::new();
-                                    }
-                                }
-                                read
-                            })
-                            .collect();
-                        if pairs.len() >= BATCH_PAIRS {
-                            sort_by_trigram(&mut pairs, &mut scratch);
-                            tiers.push(Segment::from_sorted_pairs(&pairs), &held);
-                            pairs.clear();
+                        if batch.files() + chunk.len() > BATCH_FILES {
+                            tiers.push(batch.take_segment(), &held);
                         }
-                        results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
+                        let first_id = at * BUILD_CHUNK;
+                        for (n, (path, read)) in chunk.iter().zip(reads.iter_mut()).enumerate() {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            *read = self.read_file(path, &mut bytes, |text| {
+                                let count = collector.collect_into(text, &mut found);
+                                if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
+                                    return Err(AlwaysReason::OverBudget);
+                                }
+                                if count > 0 {
+                                    let id = u32::try_from(first_id + n).unwrap_or(u32::MAX);
+                                    batch.add(id, &found[..count]);
+                                }
+                                Ok((Vec::new(), count as u64))
+                            });
+                        }
+                        if batch.pairs() >= BATCH_PAIRS {
+                            tiers.push(batch.take_segment(), &held);
+                        }
                     }
-                    if !pairs.is_empty() {
-                        sort_by_trigram(&mut pairs, &mut scratch);
-                        tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                    if batch.pairs() > 0 {
+                        tiers.push(batch.take_segment(), &held);
                     }
-                    drop((pairs, scratch));
+                    drop((batch, bytes, found));
                     finished
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
@@ -581,12 +589,6 @@ impl State {
                 });
             }
         });
-        let reads = results
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-            .into_iter()
-            .flat_map(Option::unwrap_or_default)
-            .collect();
         let finished = finished
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner);
@@ -641,17 +643,20 @@ impl State {
     }
 
     /// Reads one file for the index: stat first (so a racing write is seen
-    /// again by its own event), then its text up to the first NUL. Its
-    /// trigrams come sorted when `sorted` (a loose list is searched), else
-    /// in the order met (the build sorts them with the batch's pairs).
-    fn read_file(&self, rel: &str, collector: &mut TrigramCollector, sorted: bool) -> Read1 {
+    /// again by its own event), then its text up to the first NUL into
+    /// `bytes` (cleared first; a build reader passes the same buffer for
+    /// every file), which `extract` turns into the file's trigrams: a list
+    /// kept in the read (for a loose list) and a count of those it took
+    /// elsewhere (into a build batch), or why the file is left out.
+    fn read_file(
+        &self,
+        rel: &str,
+        bytes: &mut Vec<u8>,
+        extract: impl FnOnce(&[u8]) -> Result<(Vec<Trigram>, u64), AlwaysReason>,
+    ) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
-            binary_from_start: false,
-            outcome: Err(AlwaysReason::Unreadable),
-            text_bytes: 0,
-            nul_at: None,
-            taken: 0,
+            ..Read1::unread()
         };
         let Ok(file) = beneath::open_file(&self.root_dir, rel) else {
             return unreadable(None);
@@ -677,17 +682,16 @@ impl State {
         // the searcher reads, so the rest (most of a binary's bytes) is
         // never read here either.
         let mut file = file.take(self.limits.max_file_bytes + 1);
-        let mut bytes = Vec::with_capacity(
-            usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1,
-        );
+        bytes.clear();
+        bytes.reserve(usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1);
         if (&mut file)
             .take(NUL_CHECK_BYTES as u64)
-            .read_to_end(&mut bytes)
+            .read_to_end(bytes)
             .is_err()
         {
             return unreadable(stamp);
         }
-        if has_byte_order_mark(&bytes) {
+        if has_byte_order_mark(bytes) {
             return Read1 {
                 stamp,
                 binary_from_start: false,
@@ -697,11 +701,11 @@ impl State {
                 taken: 0,
             };
         }
-        let first_nul = match memchr_nul(&bytes) {
+        let first_nul = match memchr_nul(bytes) {
             Some(at) => Some(at),
             None => {
                 let checked = bytes.len();
-                if file.read_to_end(&mut bytes).is_err() {
+                if file.read_to_end(bytes).is_err() {
                     return unreadable(stamp);
                 }
                 if bytes.len() as u64 > self.limits.max_file_bytes {
@@ -731,17 +735,17 @@ impl State {
             Some(at) => &bytes[..at],
             None => &bytes[..],
         };
+        let (outcome, taken, text_bytes) = match extract(text) {
+            Ok((kept, taken)) => (Ok(kept), taken, text.len() as u64),
+            Err(why) => (Err(why), 0, 0),
+        };
         Read1 {
             stamp,
             binary_from_start: first_nul == Some(0),
-            text_bytes: text.len() as u64,
-            outcome: Ok(if sorted {
-                collector.collect(text)
-            } else {
-                collector.collect_unsorted(text)
-            }),
+            text_bytes,
+            outcome,
             nul_at: first_nul,
-            taken: 0,
+            taken,
         }
     }
 
@@ -1248,7 +1252,9 @@ impl State {
     /// (Re-)reads one file into the loose lists.
     fn index_one(&mut self, rel: &str) {
         let mut collector = TrigramCollector::new();
-        let mut read = self.read_file(rel, &mut collector, true);
+        let mut read = self.read_file(rel, &mut Vec::new(), |text| {
+            Ok((collector.collect(text), 0))
+        });
         if read.stamp.is_none() {
             // Gone between the event and the read: its removal event follows.
             self.remove_file(rel);
