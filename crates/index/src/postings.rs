@@ -435,7 +435,26 @@ impl Segment {
             .iter()
             .map(|spans| spans.iter().map(|&(from, _)| from).collect())
             .collect();
-        let mut merged = Segment::default();
+        // Sized once: the keys exactly, the lists at most what the parts'
+        // take (pages of it never written are never touched, and the
+        // room left is given back when sealed), so they do not grow by
+        // copies that leave freed blocks behind.
+        let list_bytes: usize = groups
+            .iter()
+            .zip(&spans)
+            .flat_map(|(group, spans)| {
+                group
+                    .iter()
+                    .zip(spans)
+                    .map(|(s, &(from, to))| (s.starts[to] - s.starts[from]) as usize)
+            })
+            .sum();
+        let mut merged = Segment {
+            keys: Vec::with_capacity(all.len()),
+            starts: Vec::with_capacity(all.len() + 1),
+            counts: Vec::with_capacity(all.len()),
+            arena: Vec::with_capacity(list_bytes),
+        };
         let mut ids = Vec::new();
         let mut group_ids = Vec::new();
         for trigram in all {

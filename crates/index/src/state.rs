@@ -44,7 +44,7 @@ const BUILD_CHUNK: usize = 256;
 /// (trigram, file) pairs a build reader gathers before sorting them into a
 /// segment: 8 MiB of pairs (4 bytes each), some four thousand files of
 /// source.
-const BATCH_PAIRS: usize = 1 << 21;
+const BATCH_PAIRS: usize = 1 << 22;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
 /// is used: about 0.45 bytes on generated source trees, where dense lists
@@ -377,6 +377,31 @@ struct Read1 {
     taken: u64,
 }
 
+/// What a build reader reuses from file to file and batch to batch; kept
+/// until the build ends (see [`State::build`]).
+struct ReaderScratch {
+    collector: TrigramCollector,
+    /// The pairs of the chunks read since the last segment was made: a
+    /// reader's chunks come in increasing id order, so its files are added
+    /// in id order.
+    batch: Batch,
+    /// The bytes of the file read.
+    bytes: Vec<u8>,
+    /// The trigrams found in it.
+    found: Vec<Trigram>,
+}
+
+impl ReaderScratch {
+    fn new() -> ReaderScratch {
+        ReaderScratch {
+            collector: TrigramCollector::new(),
+            batch: Batch::new(),
+            bytes: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+}
+
 impl Read1 {
     /// A file not read (yet, or at all: the build was stopped first).
     fn unread() -> Read1 {
@@ -471,17 +496,23 @@ impl State {
         let mut paths = listing.files.clone();
         paths.sort_unstable();
         state.adopt_listing_dirs(&listing);
-        let (reads, base) = state.read_all(&paths, &stop);
+        let (reads, base, scratch) = state.read_all(&paths, &stop);
         for (path, read) in paths.iter().zip(&reads) {
             state.push_file(path, read);
         }
-        drop(reads);
         state.segments = vec![base];
         state.fit_budget();
         for rel in &listing.ignored_files {
             state.push_ignored(rel);
         }
         state.names.compact();
+        // The build's large scratch is freed only now, once what the index
+        // keeps is allocated: glibc's malloc raises the size from which it
+        // maps a block of its own (and unmaps it when freed) to that of
+        // any such block freed, so freeing these earlier made the index's
+        // own tables come from its heaps, beside the build's freed memory,
+        // which it then kept (the process held tens of megabytes more).
+        drop((reads, scratch, paths, listing));
         Ok(state)
     }
 
@@ -500,7 +531,11 @@ impl State {
     /// and past one and a half times it, further files are left out as
     /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
     /// merged lists fit exactly, the largest files going out first).
-    fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
+    fn read_all(
+        &self,
+        paths: &[String],
+        stop: &AtomicBool,
+    ) -> (Vec<Read1>, Segment, Vec<ReaderScratch>) {
         // One slot a file, made here at once: the readers fill them in
         // place rather than each allocating its chunks' results, which
         // left the allocator holding their memory after the build.
@@ -511,7 +546,7 @@ impl State {
                 .zip(reads.chunks_mut(BUILD_CHUNK))
                 .enumerate(),
         );
-        let finished: Mutex<Vec<Vec<Segment>>> = Mutex::new(Vec::new());
+        let finished: Mutex<Vec<(Vec<Segment>, ReaderScratch)>> = Mutex::new(Vec::new());
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
         // Small segments' lists take up to about 1.4 times what merged
@@ -526,16 +561,14 @@ impl State {
             for _ in 0..workers {
                 scope.spawn(|| {
                     yield_to_the_tools();
-                    let mut collector = TrigramCollector::new();
+                    let mut scratch = ReaderScratch::new();
+                    let ReaderScratch {
+                        collector,
+                        batch,
+                        bytes,
+                        found,
+                    } = &mut scratch;
                     let mut tiers = Tiers::default();
-                    // The pairs of the chunks read since the last segment
-                    // was made: a reader's chunks come in increasing id
-                    // order, so its files are added in id order.
-                    let mut batch = Batch::new();
-                    // Reused from file to file: the bytes read and the
-                    // trigrams found.
-                    let mut bytes: Vec<u8> = Vec::new();
-                    let mut found: Vec<Trigram> = Vec::new();
                     // What was held after this reader last merged all it
                     // holds: it does so again only once that grew by an
                     // eighth of the budget, so a full index is not merged
@@ -562,8 +595,8 @@ impl State {
                             if stop.load(Ordering::Relaxed) {
                                 break;
                             }
-                            *read = self.read_file(path, &mut bytes, |text| {
-                                let count = collector.collect_into(text, &mut found);
+                            *read = self.read_file(path, bytes, |text| {
+                                let count = collector.collect_into(text, found);
                                 if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
                                     return Err(AlwaysReason::OverBudget);
                                 }
@@ -581,18 +614,22 @@ impl State {
                     if batch.pairs() > 0 {
                         tiers.push(batch.take_segment(), &held);
                     }
-                    drop((batch, bytes, found));
                     finished
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push(tiers.segments.into_iter().map(|(_, s)| s).collect());
+                        .push((
+                            tiers.segments.into_iter().map(|(_, s)| s).collect(),
+                            scratch,
+                        ));
                 });
             }
         });
-        let finished = finished
+        let (groups, scratch): (Vec<Vec<Segment>>, Vec<ReaderScratch>) = finished
             .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        (reads, merge_in_halves(&finished))
+            .unwrap_or_else(PoisonError::into_inner)
+            .into_iter()
+            .unzip();
+        (reads, merge_in_halves(&groups), scratch)
     }
 
     /// Leaves the largest indexed files out (always candidates) until the
@@ -1706,7 +1743,7 @@ struct Tiers {
 }
 
 /// Segments of a tier merged into one of the next.
-const TIER_FAN: usize = 8;
+const TIER_FAN: usize = 16;
 
 impl Tiers {
     /// Adds a segment (ids above those held), keeping `held` (the list
