@@ -42,8 +42,8 @@ const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
 /// (trigram, file) pairs a build reader gathers before sorting them into a
-/// segment: 8 MiB of pairs (4 bytes each), some four thousand files of
-/// source.
+/// segment: 16 MiB of pairs (4 bytes each), some seven thousand files of
+/// source, so a tree of 100,000 files needs no merge but the last.
 const BATCH_PAIRS: usize = 1 << 22;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
@@ -438,7 +438,9 @@ fn is_replaced_or_gone(err: &std::io::Error) -> bool {
 #[derive(Default)]
 struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
-    files: Vec<String>,
+    /// Shared with the file table once read, so the build allocates
+    /// each path once.
+    files: Vec<Arc<str>>,
     /// Regular files the rules ignore (or named `.git`).
     ignored_files: Vec<String>,
     /// Directories the rules ignore, `.git` directories, the scratch
@@ -492,13 +494,13 @@ impl State {
             .and_then(|file| beneath::open_dir(&file, ""))
             .map_err(|err| WatchFailure::Other(format!("cannot open the root: {err}")))?;
         let mut state = State::empty(root, root_dir, limits, hidden_dir, Arc::clone(&stop));
-        let listing = state.walk("", None, watch, &stop)?;
-        let mut paths = listing.files.clone();
+        let mut listing = state.walk("", None, watch, &stop)?;
+        let mut paths = std::mem::take(&mut listing.files);
         paths.sort_unstable();
         state.adopt_listing_dirs(&listing);
         let (reads, base, scratch) = state.read_all(&paths, &stop);
         for (path, read) in paths.iter().zip(&reads) {
-            state.push_file(path, read);
+            state.push_shared(Arc::clone(path), read);
         }
         state.segments = vec![base];
         state.fit_budget();
@@ -519,11 +521,12 @@ impl State {
     /// Reads and extracts the trigrams of files, on up to two threads,
     /// chunk by chunk, and packs them into one segment whose ids are the
     /// files' positions in `paths`. Each reader gathers the (trigram, file)
-    /// pairs of the chunks it takes into a batch of about a million, sorts
-    /// the batch by trigram with two counting passes (its chunks come in
-    /// increasing id order, so ids stay sorted) into a segment, and merges
-    /// its segments in tiers (eight of a size into one), so what is held
-    /// is compressed and each posting is re-encoded a few times at most.
+    /// pairs of the chunks it takes into a [`Batch`] of about four million,
+    /// which buckets them by the trigram's first byte as they come and
+    /// sorts each bucket in cache (its chunks come in increasing id order,
+    /// so ids stay sorted) into a segment, and merges its segments in tiers
+    /// (sixteen of a size into one), so what is held is compressed and
+    /// each posting is re-encoded a few times at most.
     /// The readers' segments are merged once at the end, each half of the
     /// key space on its own thread. The list bytes of the segments held
     /// count against the memory budget: once they exceed it, a reader
@@ -533,7 +536,7 @@ impl State {
     /// merged lists fit exactly, the largest files going out first).
     fn read_all(
         &self,
-        paths: &[String],
+        paths: &[Arc<str>],
         stop: &AtomicBool,
     ) -> (Vec<Read1>, Segment, Vec<ReaderScratch>) {
         // One slot a file, made here at once: the readers fill them in
@@ -742,7 +745,10 @@ impl State {
             Some(at) => Some(at),
             None => {
                 let checked = bytes.len();
-                if file.read_to_end(bytes).is_err() {
+                // Less than the first block means the read above met the
+                // end of the file: reading on would only meet it again (a
+                // write since the stamp was taken has its own event).
+                if checked == NUL_CHECK_BYTES && file.read_to_end(bytes).is_err() {
                     return unreadable(stamp);
                 }
                 if bytes.len() as u64 > self.limits.max_file_bytes {
@@ -788,8 +794,13 @@ impl State {
 
     /// Adds a file record for a read; returns its id.
     fn push_file(&mut self, rel: &str, read: &Read1) -> u32 {
+        self.push_shared(Arc::from(rel), read)
+    }
+
+    /// [`push_file`](Self::push_file) with the path already shared.
+    fn push_shared(&mut self, path: Arc<str>, read: &Read1) -> u32 {
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
-        let path: Arc<str> = Arc::from(rel);
+        let rel: &str = &path;
         let (content, postings) = match &read.outcome {
             Ok(_) if read.binary_from_start => (Content::BinaryFromStart, 0),
             Ok(trigrams) => (Content::Indexed, trigrams.len() as u64 + read.taken),
@@ -989,7 +1000,7 @@ impl State {
                     {
                         listing.ignored_files.push(rel);
                     } else {
-                        listing.files.push(rel);
+                        listing.files.push(Arc::from(rel));
                     }
                 }
             }
@@ -1199,8 +1210,8 @@ impl State {
         let found: BTreeSet<&str> = listing
             .files
             .iter()
-            .chain(&listing.ignored_files)
-            .map(String::as_str)
+            .map(|f| &**f)
+            .chain(listing.ignored_files.iter().map(String::as_str))
             .collect();
         let gone_files: Vec<String> = self
             .files_within(dir)
