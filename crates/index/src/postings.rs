@@ -457,15 +457,27 @@ impl Segment {
         };
         let mut ids = Vec::new();
         let mut group_ids = Vec::new();
+        // The lists of the trigram, by group, each a segment and the place
+        // of its list there.
+        let mut hits: Vec<(usize, &Segment, usize)> = Vec::new();
         for trigram in all {
-            ids.clear();
-            for (group, cursors) in groups.iter().zip(cursors.iter_mut()) {
-                group_ids.clear();
+            hits.clear();
+            for (n, (group, cursors)) in groups.iter().zip(cursors.iter_mut()).enumerate() {
                 for (part, cursor) in group.iter().zip(cursors.iter_mut()) {
                     if part.keys.get(*cursor) == Some(&trigram) {
-                        part.decode_at(*cursor, &mut group_ids);
+                        hits.push((n, part, *cursor));
                         *cursor += 1;
                     }
+                }
+            }
+            if merged.push_as_bitmap(trigram, &hits, &mut ids) {
+                continue;
+            }
+            ids.clear();
+            for group in 0..groups.len() {
+                group_ids.clear();
+                for &(_, part, at) in hits.iter().filter(|(n, _, _)| *n == group) {
+                    part.decode_at(at, &mut group_ids);
                 }
                 if ids.is_empty() {
                     std::mem::swap(&mut ids, &mut group_ids);
@@ -477,6 +489,138 @@ impl Segment {
         }
         merged.seal();
         merged
+    }
+
+    /// Appends the list of `trigram` that unites the lists `hits` (which
+    /// hold disjoint ids: different files) when [`push_list`] would store
+    /// it as a bitmap, and says whether it did. Bitmaps are laid into it
+    /// byte by byte, shifted to its first id, rather than decoded id by id
+    /// and encoded again (dense lists hold most postings, and merging them
+    /// was most of the build's merging); varint lists are decoded into
+    /// `scratch` and their bits set. The result is what [`push_list`]
+    /// makes of the united ids.
+    ///
+    /// [`push_list`]: Self::push_list
+    fn push_as_bitmap(
+        &mut self,
+        trigram: Trigram,
+        hits: &[(usize, &Segment, usize)],
+        scratch: &mut Vec<u32>,
+    ) -> bool {
+        let mut count = 0u64;
+        let mut first = u32::MAX;
+        // The largest id known without decoding a varint list (a varint
+        // list's first id is a bound below its last).
+        let mut last_known = 0u32;
+        let mut varints = false;
+        for &(_, part, at) in hits {
+            count += u64::from(part.counts[at]);
+            let Some((head, last)) = part.bounds_at(at) else {
+                return false;
+            };
+            first = first.min(head);
+            match last {
+                Some(last) => last_known = last_known.max(last),
+                None => {
+                    varints = true;
+                    last_known = last_known.max(head);
+                }
+            }
+        }
+        let bitmap_bytes = |last: u32| 4 + (last - first) as usize / 8 + 1;
+        // `push_list` writes a bitmap when there are more ids than its
+        // bytes: with the last id only bounded below, the bitmap can only
+        // be larger, so the list may not be one.
+        if first > last_known || count <= bitmap_bytes(last_known) as u64 {
+            return false;
+        }
+        let mut last = last_known;
+        scratch.clear();
+        if varints {
+            for &(_, part, at) in hits {
+                if part.arena[part.starts[at] as usize] != AS_BITMAP {
+                    part.decode_at(at, scratch);
+                }
+            }
+            last = scratch.iter().copied().fold(last, u32::max);
+            if count <= bitmap_bytes(last) as u64 {
+                return false;
+            }
+        }
+        let Ok(count) = u32::try_from(count) else {
+            return false;
+        };
+        self.keys.push(trigram);
+        self.starts
+            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
+        self.counts.push(count);
+        self.arena.push(AS_BITMAP);
+        self.arena.extend_from_slice(&first.to_le_bytes());
+        let at = self.arena.len();
+        self.arena.resize(at + bitmap_bytes(last) - 4, 0);
+        let bits = &mut self.arena[at..];
+        for &(_, part, list) in hits {
+            let bytes = &part.arena[part.starts[list] as usize..part.starts[list + 1] as usize];
+            let Some((&AS_BITMAP, rest)) = bytes.split_first() else {
+                continue;
+            };
+            let head = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            let offset = (head - first) as usize;
+            let (skip, shift) = (offset / 8, offset % 8);
+            for (n, &byte) in rest[4..].iter().enumerate() {
+                if let Some(into) = bits.get_mut(skip + n) {
+                    *into |= byte << shift;
+                }
+                if shift > 0 {
+                    // Bits past the list's last id are zero, so a byte
+                    // past the end receives nothing.
+                    if let Some(next) = bits.get_mut(skip + n + 1) {
+                        *next |= byte >> (8 - shift);
+                    }
+                }
+            }
+        }
+        for &id in scratch.iter() {
+            let bit = (id - first) as usize;
+            bits[bit / 8] |= 1 << (bit % 8);
+        }
+        // Lists that shared an id (not what callers pass) would set fewer
+        // bits than their counts: then the ids are united the slow way.
+        let set: u32 = bits.iter().map(|b| b.count_ones()).sum();
+        if set != count {
+            self.arena.truncate(at - 5);
+            self.keys.pop();
+            self.starts.pop();
+            self.counts.pop();
+            return false;
+        }
+        true
+    }
+
+    /// The first id of the list at `at` and, for a bitmap, its last (a
+    /// varint list's last needs decoding); `None` for an empty or
+    /// malformed list.
+    fn bounds_at(&self, at: usize) -> Option<(u32, Option<u32>)> {
+        let bytes = &self.arena[self.starts[at] as usize..self.starts[at + 1] as usize];
+        match bytes.split_first()? {
+            (&AS_BITMAP, rest) if rest.len() > 4 => {
+                let first = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+                let (index, &byte) = rest[4..].iter().enumerate().rev().find(|(_, b)| **b != 0)?;
+                let last = first + (index as u32) * 8 + (7 - byte.leading_zeros());
+                Some((first, Some(last)))
+            }
+            (&AS_VARINTS, rest) => {
+                let mut value = 0u32;
+                for (n, &byte) in rest.iter().enumerate().take(5) {
+                    value |= u32::from(byte & 0x7F) << (7 * n);
+                    if byte & 0x80 == 0 {
+                        return Some((value, None));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
     }
 
     /// Appends the lists of a segment whose keys all lie above this one's.
@@ -673,6 +817,41 @@ mod tests {
     }
 
     #[test]
+    fn dense_lists_are_laid_bit_by_byte_into_the_bitmap_of_their_union() {
+        // Three disjoint lists of one trigram: two bitmaps starting at ids
+        // that are not a multiple of eight apart, and a short varint list.
+        let evens: Vec<u32> = (0..400).map(|n| 1003 + n * 2).collect();
+        let odds: Vec<u32> = (0..300).map(|n| 1110 + n * 2).collect();
+        let few: Vec<u32> = vec![990, 1850, 1900];
+        let parts: Vec<Segment> = [&evens, &odds, &few]
+            .iter()
+            .map(|ids| {
+                Segment::from_pairs(ids.iter().map(|&id| (3u64 << 32) | u64::from(id)).collect())
+            })
+            .collect();
+        assert_eq!(parts[0].arena[0], AS_BITMAP);
+        assert_eq!(parts[2].arena[0], AS_VARINTS);
+        let mut all: Vec<u32> = evens.iter().chain(&odds).chain(&few).copied().collect();
+        all.sort_unstable();
+        let mut want = Segment::default();
+        want.push_list(3, &all);
+        let hits: Vec<(usize, &Segment, usize)> =
+            parts.iter().enumerate().map(|(n, s)| (n, s, 0)).collect();
+        let mut got = Segment::default();
+        assert!(got.push_as_bitmap(3, &hits, &mut Vec::new()));
+        assert_eq!(got.arena, want.arena);
+        assert_eq!(got.counts, want.counts);
+        // Lists sharing ids are left to the slow way, with nothing written.
+        let shared = [(0, &parts[0], 0), (1, &parts[0], 0)];
+        let mut left = Segment::default();
+        assert!(!left.push_as_bitmap(3, &shared, &mut Vec::new()));
+        assert!(left.arena.is_empty() && left.keys.is_empty() && left.counts.is_empty());
+        // A sparse union is not a bitmap.
+        let sparse = [(0, &parts[2], 0)];
+        assert!(!left.push_as_bitmap(3, &sparse, &mut Vec::new()));
+    }
+
+    #[test]
     fn set_operations() {
         assert_eq!(intersect(&[1, 3, 5, 9], &[3, 4, 9, 10]), vec![3, 9]);
         assert_eq!(intersect(&[], &[1]), Vec::<u32>::new());
@@ -810,6 +989,54 @@ mod tests {
                 let whole = Segment::merge_groups(&groups, 0..Trigram::MAX);
                 prop_assert_eq!(merged.postings(), whole.postings());
                 prop_assert_eq!(merged.heap_bytes(), whole.heap_bytes());
+                // Bitmaps laid into bitmaps give the bytes that encoding
+                // the united ids gives (ids may be shared here, which the
+                // build never does: those are united the slow way).
+                let united = union(&a, &b);
+                let canonical = Segment::from_pairs(pairs_of(&[
+                    (5, united.clone()),
+                    (60, threes(&united)),
+                ]));
+                prop_assert_eq!(&whole.keys, &canonical.keys);
+                prop_assert_eq!(&whole.counts, &canonical.counts);
+                prop_assert_eq!(&whole.arena, &canonical.arena);
+            }
+
+            #[test]
+            fn disjoint_lists_merge_to_the_encoding_of_their_union(
+                lists in prop::collection::vec((ids(), 1usize..5), 1..4),
+            ) {
+                // As the build has them: reader r holds ids congruent to r
+                // modulo the number of readers (distinct files), cut into
+                // segments of increasing ranges, whose lists are bitmaps
+                // or varints by density.
+                let readers = lists.len() as u32;
+                let mut nines: Vec<u32> = Vec::new();
+                let groups: Vec<Vec<Segment>> = lists
+                    .iter()
+                    .enumerate()
+                    .map(|(r, (ids, split))| {
+                        let mine: Vec<u32> = ids.iter().map(|id| id * readers + r as u32).collect();
+                        nines.extend(&mine);
+                        let per = mine.len() / split + 1;
+                        mine.chunks(per)
+                            .map(|part| {
+                                let odd: Vec<u32> =
+                                    part.iter().copied().filter(|id| id % 2 == 1).collect();
+                                Segment::from_pairs(pairs_of(&[(9, part.to_vec()), (10, odd)]))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                nines.sort_unstable();
+                let odd: Vec<u32> = nines.iter().copied().filter(|id| id % 2 == 1).collect();
+                let canonical = Segment::from_pairs(pairs_of(&[(9, nines.clone()), (10, odd)]));
+                let refs: Vec<Vec<&Segment>> = groups.iter().map(|g| g.iter().collect()).collect();
+                let whole = Segment::merge_groups(&refs, 0..Trigram::MAX);
+                prop_assert_eq!(&whole.keys, &canonical.keys);
+                prop_assert_eq!(&whole.counts, &canonical.counts);
+                prop_assert_eq!(&whole.arena, &canonical.arena);
+                prop_assert_eq!(read(&whole, 9), nines);
             }
 
             #[test]

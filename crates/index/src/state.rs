@@ -1805,8 +1805,8 @@ impl Tiers {
         let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
         let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
         let refs: Vec<&Segment> = parts.iter().collect();
-        let merged = Segment::merge(&refs, Some);
-        drop(refs);
+        // One reader's segments: increasing ranges of ids, one group.
+        let merged = Segment::merge_groups(&[refs], 0..Trigram::MAX);
         drop(parts);
         held.fetch_add(merged.list_bytes() as u64, Ordering::Relaxed);
         held.fetch_sub(before, Ordering::Relaxed);
