@@ -181,7 +181,7 @@ impl Batch {
 /// bytes), keeping the order of pairs with the same bits: pairs are added
 /// file by file, so they come out sorted by trigram, then file. Two
 /// counting passes of a byte each (the counts of both taken in one read).
-fn sort_bucket(pairs: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+fn sort_bucket(pairs: &mut [u32], scratch: &mut Vec<u32>) {
     if pairs.len() < 64 {
         // Pairs are distinct and a file's place is in the low bits, so
         // sorting the values sorts by trigram, then file.
