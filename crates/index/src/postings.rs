@@ -50,16 +50,30 @@ impl TrigramCollector {
         found
     }
 
-    /// The distinct trigrams of `text`, in the order first met (the build
-    /// sorts a whole batch of files' pairs at once instead).
+    /// The distinct trigrams of `text`, in the order first met.
     pub(crate) fn collect_unsorted(&mut self, text: &[u8]) -> Vec<Trigram> {
+        let mut found = Vec::new();
+        let n = self.collect_into(text, &mut found);
+        found.truncate(n);
+        found
+    }
+
+    /// Writes the distinct trigrams of `text`, in the order first met, to
+    /// the front of `found` and returns how many there are. `found` only
+    /// grows (what lies past the count is left over from earlier texts),
+    /// so a reader that passes the same buffer for every file allocates
+    /// and clears nothing per file.
+    pub(crate) fn collect_into(&mut self, text: &[u8], found: &mut Vec<Trigram>) -> usize {
         let Some(windows) = text.len().checked_sub(2).filter(|&n| n > 0) else {
-            return Vec::new();
+            return 0;
         };
+        if found.len() < windows {
+            found.resize(windows, 0);
+        }
         // Every window is written and the length moves on only for a new
         // one: whether a trigram is new is a coin toss on source text, and
         // a branch on it was mispredicted about half the time.
-        let mut found = vec![0; windows];
+        let out = &mut found[..windows];
         let mut len = 0;
         let mut window = (u32::from(fold(text[0])) << 8) | u32::from(fold(text[1]));
         for &byte in &text[2..] {
@@ -68,50 +82,137 @@ impl TrigramCollector {
             let bit = 1u64 << (window & 63);
             let new = usize::from(*word & bit == 0);
             *word |= bit;
-            found[len] = window;
+            out[len] = window;
             len += new;
         }
-        found.truncate(len);
-        for &trigram in &found {
+        for &trigram in &found[..len] {
             self.seen[(trigram >> 6) as usize] = 0;
         }
-        found
+        len
     }
 }
 
-/// Sorts `(trigram << 32 | file id)` pairs by trigram, keeping the order of
-/// pairs with the same trigram: pairs appended file by file in increasing
-/// id order come out sorted by trigram, then id. Three counting passes over
-/// a byte of the key each (the counts of all three taken in one read), so
-/// a batch costs a few linear passes rather than a comparison sort's
-/// `log n`, which was the build's largest cost.
-pub(crate) fn sort_by_trigram(pairs: &mut Vec<u64>, scratch: &mut Vec<u64>) {
-    let mut counts = [[0usize; 256]; 3];
-    for &pair in pairs.iter() {
-        for (pass, count) in counts.iter_mut().enumerate() {
-            count[((pair >> (32 + 8 * pass)) & 0xFF) as usize] += 1;
+/// Files one [`Batch`] holds at most: a pair keeps the file's place in its
+/// batch in 16 bits.
+pub(crate) const BATCH_FILES: usize = 1 << 16;
+
+/// The (trigram, file) pairs of a run of files, gathered into a segment.
+///
+/// Each pair is 4 bytes, put as it is added into one of 256 buckets by the
+/// trigram's first byte: the trigram's other two bytes above the file's
+/// place in the batch. A bucket (tens of kilobytes on source text) is then
+/// sorted where it lies in the processor's cache, by two counting passes,
+/// and the lists are read off it in key order. The buckets and the scratch
+/// keep their room from batch to batch, so a reader allocates them once.
+/// (Before, each pair was 8 bytes, held twice, and sorted by three
+/// counting passes over the whole batch in main memory: the build's
+/// largest cost.)
+pub(crate) struct Batch {
+    buckets: Vec<Vec<u32>>,
+    /// The file id of each place.
+    ids: Vec<u32>,
+    pairs: usize,
+    scratch: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Batch {
+    pub(crate) fn new() -> Batch {
+        Batch {
+            buckets: (0..256).map(|_| Vec::new()).collect(),
+            ids: Vec::new(),
+            pairs: 0,
+            scratch: Vec::new(),
+            list: Vec::new(),
         }
+    }
+
+    /// Pairs held.
+    pub(crate) fn pairs(&self) -> usize {
+        self.pairs
+    }
+
+    /// Files held.
+    pub(crate) fn files(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Adds the distinct trigrams of file `id`, which must be above every
+    /// id held, and the batch must hold fewer than [`BATCH_FILES`] files.
+    pub(crate) fn add(&mut self, id: u32, trigrams: &[Trigram]) {
+        debug_assert!(self.ids.len() < BATCH_FILES);
+        debug_assert!(self.ids.last().is_none_or(|&last| last < id));
+        let place = (self.ids.len() & 0xFFFF) as u32;
+        self.ids.push(id);
+        for &trigram in trigrams {
+            self.buckets[((trigram >> 16) & 0xFF) as usize].push((trigram << 16) | place);
+        }
+        self.pairs += trigrams.len();
+    }
+
+    /// The segment of the pairs held; the batch is left empty.
+    pub(crate) fn take_segment(&mut self) -> Segment {
+        let mut segment = Segment::default();
+        for (first, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            sort_bucket(bucket, &mut self.scratch);
+            let mut at = 0;
+            while at < bucket.len() {
+                let rest = bucket[at] >> 16;
+                self.list.clear();
+                while let Some(&pair) = bucket.get(at).filter(|&&p| p >> 16 == rest) {
+                    self.list.push(self.ids[(pair & 0xFFFF) as usize]);
+                    at += 1;
+                }
+                segment.push_list(((first as u32) << 16) | rest, &self.list);
+            }
+            bucket.clear();
+        }
+        self.ids.clear();
+        self.pairs = 0;
+        segment.seal();
+        segment
+    }
+}
+
+/// Sorts a bucket's pairs by their upper 16 bits (the trigram's last two
+/// bytes), keeping the order of pairs with the same bits: pairs are added
+/// file by file, so they come out sorted by trigram, then file. Two
+/// counting passes of a byte each (the counts of both taken in one read).
+fn sort_bucket(pairs: &mut [u32], scratch: &mut Vec<u32>) {
+    if pairs.len() < 64 {
+        // Pairs are distinct and a file's place is in the low bits, so
+        // sorting the values sorts by trigram, then file.
+        pairs.sort_unstable();
+        return;
+    }
+    let mut counts = [[0usize; 256]; 2];
+    for &pair in pairs.iter() {
+        counts[0][((pair >> 16) & 0xFF) as usize] += 1;
+        counts[1][(pair >> 24) as usize] += 1;
     }
     scratch.clear();
     scratch.resize(pairs.len(), 0);
-    for (pass, count) in counts.iter().enumerate() {
-        // A byte that is the same in every pair orders nothing.
-        if count.contains(&pairs.len()) {
-            continue;
-        }
-        let shift = 32 + 8 * pass;
-        let mut starts = [0usize; 256];
-        let mut total = 0;
-        for (start, &c) in starts.iter_mut().zip(count) {
-            *start = total;
-            total += c;
-        }
-        for &pair in pairs.iter() {
-            let at = &mut starts[((pair >> shift) & 0xFF) as usize];
-            scratch[*at] = pair;
-            *at += 1;
-        }
-        std::mem::swap(pairs, scratch);
+    // From the bucket to the scratch by the third byte of the trigram,
+    // then back by the second: the bucket keeps its own room.
+    scatter(pairs, scratch, &counts[0], 16);
+    scatter(scratch, pairs, &counts[1], 24);
+}
+
+/// One stable counting pass: `from` into `to` by the byte at `shift`.
+fn scatter(from: &[u32], to: &mut [u32], count: &[usize; 256], shift: u32) {
+    let mut starts = [0usize; 256];
+    let mut total = 0;
+    for (start, &c) in starts.iter_mut().zip(count) {
+        *start = total;
+        total += c;
+    }
+    for &pair in from {
+        let at = &mut starts[((pair >> shift) & 0xFF) as usize];
+        to[*at] = pair;
+        *at += 1;
     }
 }
 
@@ -334,18 +435,49 @@ impl Segment {
             .iter()
             .map(|spans| spans.iter().map(|&(from, _)| from).collect())
             .collect();
-        let mut merged = Segment::default();
+        // Sized once: the keys exactly, the lists at most what the parts'
+        // take (pages of it never written are never touched, and the
+        // room left is given back when sealed), so they do not grow by
+        // copies that leave freed blocks behind.
+        let list_bytes: usize = groups
+            .iter()
+            .zip(&spans)
+            .flat_map(|(group, spans)| {
+                group
+                    .iter()
+                    .zip(spans)
+                    .map(|(s, &(from, to))| (s.starts[to] - s.starts[from]) as usize)
+            })
+            .sum();
+        let mut merged = Segment {
+            keys: Vec::with_capacity(all.len()),
+            starts: Vec::with_capacity(all.len() + 1),
+            counts: Vec::with_capacity(all.len()),
+            arena: Vec::with_capacity(list_bytes),
+        };
         let mut ids = Vec::new();
         let mut group_ids = Vec::new();
+        // The lists of the trigram, by group, each a segment and the place
+        // of its list there.
+        let mut hits: Vec<(usize, &Segment, usize)> = Vec::new();
         for trigram in all {
-            ids.clear();
-            for (group, cursors) in groups.iter().zip(cursors.iter_mut()) {
-                group_ids.clear();
+            hits.clear();
+            for (n, (group, cursors)) in groups.iter().zip(cursors.iter_mut()).enumerate() {
                 for (part, cursor) in group.iter().zip(cursors.iter_mut()) {
                     if part.keys.get(*cursor) == Some(&trigram) {
-                        part.decode_at(*cursor, &mut group_ids);
+                        hits.push((n, part, *cursor));
                         *cursor += 1;
                     }
+                }
+            }
+            if merged.push_as_bitmap(trigram, &hits, &mut ids) {
+                continue;
+            }
+            ids.clear();
+            for group in 0..groups.len() {
+                group_ids.clear();
+                for &(_, part, at) in hits.iter().filter(|(n, _, _)| *n == group) {
+                    part.decode_at(at, &mut group_ids);
                 }
                 if ids.is_empty() {
                     std::mem::swap(&mut ids, &mut group_ids);
@@ -357,6 +489,138 @@ impl Segment {
         }
         merged.seal();
         merged
+    }
+
+    /// Appends the list of `trigram` that unites the lists `hits` (which
+    /// hold disjoint ids: different files) when [`push_list`] would store
+    /// it as a bitmap, and says whether it did. Bitmaps are laid into it
+    /// byte by byte, shifted to its first id, rather than decoded id by id
+    /// and encoded again (dense lists hold most postings, and merging them
+    /// was most of the build's merging); varint lists are decoded into
+    /// `scratch` and their bits set. The result is what [`push_list`]
+    /// makes of the united ids.
+    ///
+    /// [`push_list`]: Self::push_list
+    fn push_as_bitmap(
+        &mut self,
+        trigram: Trigram,
+        hits: &[(usize, &Segment, usize)],
+        scratch: &mut Vec<u32>,
+    ) -> bool {
+        let mut count = 0u64;
+        let mut first = u32::MAX;
+        // The largest id known without decoding a varint list (a varint
+        // list's first id is a bound below its last).
+        let mut last_known = 0u32;
+        let mut varints = false;
+        for &(_, part, at) in hits {
+            count += u64::from(part.counts[at]);
+            let Some((head, last)) = part.bounds_at(at) else {
+                return false;
+            };
+            first = first.min(head);
+            match last {
+                Some(last) => last_known = last_known.max(last),
+                None => {
+                    varints = true;
+                    last_known = last_known.max(head);
+                }
+            }
+        }
+        let bitmap_bytes = |last: u32| 4 + (last - first) as usize / 8 + 1;
+        // `push_list` writes a bitmap when there are more ids than its
+        // bytes: with the last id only bounded below, the bitmap can only
+        // be larger, so the list may not be one.
+        if first > last_known || count <= bitmap_bytes(last_known) as u64 {
+            return false;
+        }
+        let mut last = last_known;
+        scratch.clear();
+        if varints {
+            for &(_, part, at) in hits {
+                if part.arena[part.starts[at] as usize] != AS_BITMAP {
+                    part.decode_at(at, scratch);
+                }
+            }
+            last = scratch.iter().copied().fold(last, u32::max);
+            if count <= bitmap_bytes(last) as u64 {
+                return false;
+            }
+        }
+        let Ok(count) = u32::try_from(count) else {
+            return false;
+        };
+        self.keys.push(trigram);
+        self.starts
+            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
+        self.counts.push(count);
+        self.arena.push(AS_BITMAP);
+        self.arena.extend_from_slice(&first.to_le_bytes());
+        let at = self.arena.len();
+        self.arena.resize(at + bitmap_bytes(last) - 4, 0);
+        let bits = &mut self.arena[at..];
+        for &(_, part, list) in hits {
+            let bytes = &part.arena[part.starts[list] as usize..part.starts[list + 1] as usize];
+            let Some((&AS_BITMAP, rest)) = bytes.split_first() else {
+                continue;
+            };
+            let head = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            let offset = (head - first) as usize;
+            let (skip, shift) = (offset / 8, offset % 8);
+            for (n, &byte) in rest[4..].iter().enumerate() {
+                if let Some(into) = bits.get_mut(skip + n) {
+                    *into |= byte << shift;
+                }
+                if shift > 0 {
+                    // Bits past the list's last id are zero, so a byte
+                    // past the end receives nothing.
+                    if let Some(next) = bits.get_mut(skip + n + 1) {
+                        *next |= byte >> (8 - shift);
+                    }
+                }
+            }
+        }
+        for &id in scratch.iter() {
+            let bit = (id - first) as usize;
+            bits[bit / 8] |= 1 << (bit % 8);
+        }
+        // Lists that shared an id (not what callers pass) would set fewer
+        // bits than their counts: then the ids are united the slow way.
+        let set: u32 = bits.iter().map(|b| b.count_ones()).sum();
+        if set != count {
+            self.arena.truncate(at - 5);
+            self.keys.pop();
+            self.starts.pop();
+            self.counts.pop();
+            return false;
+        }
+        true
+    }
+
+    /// The first id of the list at `at` and, for a bitmap, its last (a
+    /// varint list's last needs decoding); `None` for an empty or
+    /// malformed list.
+    fn bounds_at(&self, at: usize) -> Option<(u32, Option<u32>)> {
+        let bytes = &self.arena[self.starts[at] as usize..self.starts[at + 1] as usize];
+        match bytes.split_first()? {
+            (&AS_BITMAP, rest) if rest.len() > 4 => {
+                let first = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+                let (index, &byte) = rest[4..].iter().enumerate().rev().find(|(_, b)| **b != 0)?;
+                let last = first + (index as u32) * 8 + (7 - byte.leading_zeros());
+                Some((first, Some(last)))
+            }
+            (&AS_VARINTS, rest) => {
+                let mut value = 0u32;
+                for (n, &byte) in rest.iter().enumerate().take(5) {
+                    value |= u32::from(byte & 0x7F) << (7 * n);
+                    if byte & 0x80 == 0 {
+                        return Some((value, None));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
     }
 
     /// Appends the lists of a segment whose keys all lie above this one's.
@@ -553,6 +817,41 @@ mod tests {
     }
 
     #[test]
+    fn dense_lists_are_laid_bit_by_byte_into_the_bitmap_of_their_union() {
+        // Three disjoint lists of one trigram: two bitmaps starting at ids
+        // that are not a multiple of eight apart, and a short varint list.
+        let evens: Vec<u32> = (0..400).map(|n| 1003 + n * 2).collect();
+        let odds: Vec<u32> = (0..300).map(|n| 1110 + n * 2).collect();
+        let few: Vec<u32> = vec![990, 1850, 1900];
+        let parts: Vec<Segment> = [&evens, &odds, &few]
+            .iter()
+            .map(|ids| {
+                Segment::from_pairs(ids.iter().map(|&id| (3u64 << 32) | u64::from(id)).collect())
+            })
+            .collect();
+        assert_eq!(parts[0].arena[0], AS_BITMAP);
+        assert_eq!(parts[2].arena[0], AS_VARINTS);
+        let mut all: Vec<u32> = evens.iter().chain(&odds).chain(&few).copied().collect();
+        all.sort_unstable();
+        let mut want = Segment::default();
+        want.push_list(3, &all);
+        let hits: Vec<(usize, &Segment, usize)> =
+            parts.iter().enumerate().map(|(n, s)| (n, s, 0)).collect();
+        let mut got = Segment::default();
+        assert!(got.push_as_bitmap(3, &hits, &mut Vec::new()));
+        assert_eq!(got.arena, want.arena);
+        assert_eq!(got.counts, want.counts);
+        // Lists sharing ids are left to the slow way, with nothing written.
+        let shared = [(0, &parts[0], 0), (1, &parts[0], 0)];
+        let mut left = Segment::default();
+        assert!(!left.push_as_bitmap(3, &shared, &mut Vec::new()));
+        assert!(left.arena.is_empty() && left.keys.is_empty() && left.counts.is_empty());
+        // A sparse union is not a bitmap.
+        let sparse = [(0, &parts[2], 0)];
+        assert!(!left.push_as_bitmap(3, &sparse, &mut Vec::new()));
+    }
+
+    #[test]
     fn set_operations() {
         assert_eq!(intersect(&[1, 3, 5, 9], &[3, 4, 9, 10]), vec![3, 9]);
         assert_eq!(intersect(&[], &[1]), Vec::<u32>::new());
@@ -617,24 +916,47 @@ mod tests {
             }
 
             #[test]
-            fn the_counting_sort_orders_like_a_comparison_sort(
-                files in prop::collection::vec(prop::collection::vec(0u32..0x100_0000, 0..40), 0..40),
+            fn a_batch_makes_the_segment_of_its_pairs(
+                files in prop::collection::vec(
+                    (1u32..5000, prop::collection::vec(0u32..0x100_0000, 0..300)),
+                    0..40,
+                ),
+                narrow in any::<bool>(),
             ) {
-                // Pairs appended file by file in id order, as a reader does;
-                // trigrams spread over all three bytes of the key.
+                // Files added in increasing id order, as a reader does;
+                // trigrams spread over all three bytes of the key (or
+                // crowded into one bucket, so its counting passes run).
+                let mut batch = Batch::new();
+                let mut collector = TrigramCollector::new();
+                let mut found = Vec::new();
                 let mut pairs: Vec<u64> = Vec::new();
-                for (id, trigrams) in files.iter().enumerate() {
-                    let mut distinct = trigrams.clone();
-                    distinct.sort_unstable();
-                    distinct.dedup();
-                    distinct.reverse();
-                    pairs.extend(distinct.iter().map(|&t| (u64::from(t) << 32) | id as u64));
+                let mut id = 0u32;
+                for (gap, trigrams) in &files {
+                    id += gap;
+                    let text: Vec<u8> = trigrams
+                        .iter()
+                        .flat_map(|&t| {
+                            let t = if narrow { 0x41_0000 | (t & 0x3F3F) } else { t };
+                            [(t >> 16) as u8, (t >> 8) as u8, t as u8]
+                        })
+                        .collect();
+                    let n = collector.collect_into(&text, &mut found);
+                    let unsorted = collector.collect_unsorted(&text);
+                    prop_assert_eq!(&found[..n], unsorted.as_slice());
+                    batch.add(id, &found[..n]);
+                    pairs.extend(found[..n].iter().map(|&t| (u64::from(t) << 32) | u64::from(id)));
                 }
-                let mut want = pairs.clone();
-                want.sort_unstable();
-                let mut scratch = Vec::new();
-                sort_by_trigram(&mut pairs, &mut scratch);
-                prop_assert_eq!(pairs, want);
+                prop_assert_eq!(batch.pairs(), pairs.len());
+                prop_assert_eq!(batch.files(), files.len());
+                let want = Segment::from_pairs(pairs.clone());
+                let got = batch.take_segment();
+                prop_assert_eq!(&got.keys, &want.keys);
+                prop_assert_eq!(&got.counts, &want.counts);
+                prop_assert_eq!(&got.arena, &want.arena);
+                // Emptied, it makes the next batch's segment alone.
+                prop_assert_eq!(batch.pairs(), 0);
+                batch.add(1, &[7]);
+                prop_assert_eq!(batch.take_segment().postings(), 1);
             }
 
             #[test]
@@ -667,6 +989,54 @@ mod tests {
                 let whole = Segment::merge_groups(&groups, 0..Trigram::MAX);
                 prop_assert_eq!(merged.postings(), whole.postings());
                 prop_assert_eq!(merged.heap_bytes(), whole.heap_bytes());
+                // Bitmaps laid into bitmaps give the bytes that encoding
+                // the united ids gives (ids may be shared here, which the
+                // build never does: those are united the slow way).
+                let united = union(&a, &b);
+                let canonical = Segment::from_pairs(pairs_of(&[
+                    (5, united.clone()),
+                    (60, threes(&united)),
+                ]));
+                prop_assert_eq!(&whole.keys, &canonical.keys);
+                prop_assert_eq!(&whole.counts, &canonical.counts);
+                prop_assert_eq!(&whole.arena, &canonical.arena);
+            }
+
+            #[test]
+            fn disjoint_lists_merge_to_the_encoding_of_their_union(
+                lists in prop::collection::vec((ids(), 1usize..5), 1..4),
+            ) {
+                // As the build has them: reader r holds ids congruent to r
+                // modulo the number of readers (distinct files), cut into
+                // segments of increasing ranges, whose lists are bitmaps
+                // or varints by density.
+                let readers = lists.len() as u32;
+                let mut nines: Vec<u32> = Vec::new();
+                let groups: Vec<Vec<Segment>> = lists
+                    .iter()
+                    .enumerate()
+                    .map(|(r, (ids, split))| {
+                        let mine: Vec<u32> = ids.iter().map(|id| id * readers + r as u32).collect();
+                        nines.extend(&mine);
+                        let per = mine.len() / split + 1;
+                        mine.chunks(per)
+                            .map(|part| {
+                                let odd: Vec<u32> =
+                                    part.iter().copied().filter(|id| id % 2 == 1).collect();
+                                Segment::from_pairs(pairs_of(&[(9, part.to_vec()), (10, odd)]))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                nines.sort_unstable();
+                let odd: Vec<u32> = nines.iter().copied().filter(|id| id % 2 == 1).collect();
+                let canonical = Segment::from_pairs(pairs_of(&[(9, nines.clone()), (10, odd)]));
+                let refs: Vec<Vec<&Segment>> = groups.iter().map(|g| g.iter().collect()).collect();
+                let whole = Segment::merge_groups(&refs, 0..Trigram::MAX);
+                prop_assert_eq!(&whole.keys, &canonical.keys);
+                prop_assert_eq!(&whole.counts, &canonical.counts);
+                prop_assert_eq!(&whole.arena, &canonical.arena);
+                prop_assert_eq!(read(&whole, 9), nines);
             }
 
             #[test]

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -18,7 +18,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
-use crate::postings::{Segment, Trigram, TrigramCollector, sort_by_trigram};
+use crate::postings::{BATCH_FILES, Batch, Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
 use agent_tools_walk::rules::{
@@ -42,8 +42,9 @@ const MAX_SEGMENTS: usize = 8;
 /// Files read per unit of build work.
 const BUILD_CHUNK: usize = 256;
 /// (trigram, file) pairs a build reader gathers before sorting them into a
-/// segment: 8 MiB of pairs, a few thousand files of source.
-const BATCH_PAIRS: usize = 1 << 20;
+/// segment: 16 MiB of pairs (4 bytes each), some seven thousand files of
+/// source, so a tree of 100,000 files needs no merge but the last.
+const BATCH_PAIRS: usize = 1 << 22;
 /// What one posting of a re-read file costs, as the budget counts it,
 /// before any lists are packed to measure (afterwards their own average
 /// is used: about 0.45 bytes on generated source trees, where dense lists
@@ -376,6 +377,45 @@ struct Read1 {
     taken: u64,
 }
 
+/// What a build reader reuses from file to file and batch to batch; kept
+/// until the build ends (see [`State::build`]).
+struct ReaderScratch {
+    collector: TrigramCollector,
+    /// The pairs of the chunks read since the last segment was made: a
+    /// reader's chunks come in increasing id order, so its files are added
+    /// in id order.
+    batch: Batch,
+    /// The bytes of the file read.
+    bytes: Vec<u8>,
+    /// The trigrams found in it.
+    found: Vec<Trigram>,
+}
+
+impl ReaderScratch {
+    fn new() -> ReaderScratch {
+        ReaderScratch {
+            collector: TrigramCollector::new(),
+            batch: Batch::new(),
+            bytes: Vec::new(),
+            found: Vec::new(),
+        }
+    }
+}
+
+impl Read1 {
+    /// A file not read (yet, or at all: the build was stopped first).
+    fn unread() -> Read1 {
+        Read1 {
+            stamp: None,
+            binary_from_start: false,
+            outcome: Err(AlwaysReason::Unreadable),
+            text_bytes: 0,
+            nul_at: None,
+            taken: 0,
+        }
+    }
+}
+
 /// A directory the walk has yet to read.
 enum Pending {
     /// Already open (where the walk starts).
@@ -398,7 +438,9 @@ fn is_replaced_or_gone(err: &std::io::Error) -> bool {
 #[derive(Default)]
 struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
-    files: Vec<String>,
+    /// Shared with the file table once read, so the build allocates
+    /// each path once.
+    files: Vec<Arc<str>>,
     /// Regular files the rules ignore (or named `.git`).
     ignored_files: Vec<String>,
     /// Directories the rules ignore, `.git` directories, the scratch
@@ -452,32 +494,39 @@ impl State {
             .and_then(|file| beneath::open_dir(&file, ""))
             .map_err(|err| WatchFailure::Other(format!("cannot open the root: {err}")))?;
         let mut state = State::empty(root, root_dir, limits, hidden_dir, Arc::clone(&stop));
-        let listing = state.walk("", None, watch, &stop)?;
-        let mut paths = listing.files.clone();
+        let mut listing = state.walk("", None, watch, &stop)?;
+        let mut paths = std::mem::take(&mut listing.files);
         paths.sort_unstable();
         state.adopt_listing_dirs(&listing);
-        let (reads, base) = state.read_all(&paths, &stop);
+        let (reads, base, scratch) = state.read_all(&paths, &stop);
         for (path, read) in paths.iter().zip(&reads) {
-            state.push_file(path, read);
+            state.push_shared(Arc::clone(path), read);
         }
-        drop(reads);
         state.segments = vec![base];
         state.fit_budget();
         for rel in &listing.ignored_files {
             state.push_ignored(rel);
         }
         state.names.compact();
+        // The build's large scratch is freed only now, once what the index
+        // keeps is allocated: glibc's malloc raises the size from which it
+        // maps a block of its own (and unmaps it when freed) to that of
+        // any such block freed, so freeing these earlier made the index's
+        // own tables come from its heaps, beside the build's freed memory,
+        // which it then kept (the process held tens of megabytes more).
+        drop((reads, scratch, paths, listing));
         Ok(state)
     }
 
     /// Reads and extracts the trigrams of files, on up to two threads,
     /// chunk by chunk, and packs them into one segment whose ids are the
     /// files' positions in `paths`. Each reader gathers the (trigram, file)
-    /// pairs of the chunks it takes into a batch of about a million, sorts
-    /// the batch by trigram with two counting passes (its chunks come in
-    /// increasing id order, so ids stay sorted) into a segment, and merges
-    /// its segments in tiers (eight of a size into one), so what is held
-    /// is compressed and each posting is re-encoded a few times at most.
+    /// pairs of the chunks it takes into a [`Batch`] of about four million,
+    /// which buckets them by the trigram's first byte as they come and
+    /// sorts each bucket in cache (its chunks come in increasing id order,
+    /// so ids stay sorted) into a segment, and merges its segments in tiers
+    /// (sixteen of a size into one), so what is held is compressed and
+    /// each posting is re-encoded a few times at most.
     /// The readers' segments are merged once at the end, each half of the
     /// key space on its own thread. The list bytes of the segments held
     /// count against the memory budget: once they exceed it, a reader
@@ -485,12 +534,22 @@ impl State {
     /// and past one and a half times it, further files are left out as
     /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
     /// merged lists fit exactly, the largest files going out first).
-    fn read_all(&self, paths: &[String], stop: &AtomicBool) -> (Vec<Read1>, Segment) {
-        let chunks: Vec<&[String]> = paths.chunks(BUILD_CHUNK).collect();
-        let results: Mutex<Vec<Option<Vec<Read1>>>> =
-            Mutex::new((0..chunks.len()).map(|_| None).collect());
-        let finished: Mutex<Vec<Vec<Segment>>> = Mutex::new(Vec::new());
-        let next = AtomicUsize::new(0);
+    fn read_all(
+        &self,
+        paths: &[Arc<str>],
+        stop: &AtomicBool,
+    ) -> (Vec<Read1>, Segment, Vec<ReaderScratch>) {
+        // One slot a file, made here at once: the readers fill them in
+        // place rather than each allocating its chunks' results, which
+        // left the allocator holding their memory after the build.
+        let mut reads: Vec<Read1> = (0..paths.len()).map(|_| Read1::unread()).collect();
+        let slots = Mutex::new(
+            paths
+                .chunks(BUILD_CHUNK)
+                .zip(reads.chunks_mut(BUILD_CHUNK))
+                .enumerate(),
+        );
+        let finished: Mutex<Vec<(Vec<Segment>, ReaderScratch)>> = Mutex::new(Vec::new());
         let held = AtomicU64::new(0);
         let budget = self.limits.memory_budget;
         // Small segments' lists take up to about 1.4 times what merged
@@ -505,21 +564,24 @@ impl State {
             for _ in 0..workers {
                 scope.spawn(|| {
                     yield_to_the_tools();
-                    let mut collector = TrigramCollector::new();
+                    let mut scratch = ReaderScratch::new();
+                    let ReaderScratch {
+                        collector,
+                        batch,
+                        bytes,
+                        found,
+                    } = &mut scratch;
                     let mut tiers = Tiers::default();
-                    // The pairs of the chunks read since the last segment
-                    // was made: a reader's chunks come in increasing id
-                    // order, so a batch sorts by trigram alone.
-                    let mut pairs: Vec<u64> = Vec::new();
-                    let mut scratch: Vec<u64> = Vec::new();
                     // What was held after this reader last merged all it
                     // holds: it does so again only once that grew by an
                     // eighth of the budget, so a full index is not merged
                     // over and over.
                     let mut collapsed_at = 0u64;
                     loop {
-                        let at = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = chunks.get(at) else { break };
+                        let next = slots.lock().unwrap_or_else(PoisonError::into_inner).next();
+                        let Some((at, (chunk, reads))) = next else {
+                            break;
+                        };
                         let now = held.load(Ordering::Relaxed);
                         if now > budget && now > collapsed_at.saturating_add(budget / 8) {
                             // Small segments' lists take more than merged
@@ -528,69 +590,49 @@ impl State {
                             tiers.settle(&held);
                             collapsed_at = held.load(Ordering::Relaxed);
                         }
-                        let first_id = at * BUILD_CHUNK;
-                        let reads: Vec<Read1> = chunk
-                            .iter()
-                            .enumerate()
-                            .map(|(n, path)| {
-                                if stop.load(Ordering::Relaxed) {
-                                    return Read1 {
-                                        stamp: None,
-                                        binary_from_start: false,
-                                        outcome: Err(AlwaysReason::Unreadable),
-                                        text_bytes: 0,
-                                        nul_at: None,
-                                        taken: 0,
-                                    };
-                                }
-                                let mut read = self.read_file(path, &mut collector, false);
-                                if let Ok(trigrams) = &mut read.outcome {
-                                    if !trigrams.is_empty()
-                                        && held.load(Ordering::Relaxed) > leave_out_past
-                                    {
-                                        read.outcome = Err(AlwaysReason::OverBudget);
-                                        read.text_bytes = 0;
-                                    } else {
-                                        let id = u64::try_from(first_id + n).unwrap_or(u64::MAX);
-                                        pairs.extend(
-                                            trigrams.iter().map(|&t| (u64::from(t) << 32) | id),
-                                        );
-                                        read.taken = trigrams.len() as u64;
-                                        *trigrams = Vec::new();
-                                    }
-                                }
-                                read
-                            })
-                            .collect();
-                        if pairs.len() >= BATCH_PAIRS {
-                            sort_by_trigram(&mut pairs, &mut scratch);
-                            tiers.push(Segment::from_sorted_pairs(&pairs), &held);
-                            pairs.clear();
+                        if batch.files() + chunk.len() > BATCH_FILES {
+                            tiers.push(batch.take_segment(), &held);
                         }
-                        results.lock().unwrap_or_else(PoisonError::into_inner)[at] = Some(reads);
+                        let first_id = at * BUILD_CHUNK;
+                        for (n, (path, read)) in chunk.iter().zip(reads.iter_mut()).enumerate() {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            *read = self.read_file(path, bytes, |text| {
+                                let count = collector.collect_into(text, found);
+                                if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
+                                    return Err(AlwaysReason::OverBudget);
+                                }
+                                if count > 0 {
+                                    let id = u32::try_from(first_id + n).unwrap_or(u32::MAX);
+                                    batch.add(id, &found[..count]);
+                                }
+                                Ok((Vec::new(), count as u64))
+                            });
+                        }
+                        if batch.pairs() >= BATCH_PAIRS {
+                            tiers.push(batch.take_segment(), &held);
+                        }
                     }
-                    if !pairs.is_empty() {
-                        sort_by_trigram(&mut pairs, &mut scratch);
-                        tiers.push(Segment::from_sorted_pairs(&pairs), &held);
+                    if batch.pairs() > 0 {
+                        tiers.push(batch.take_segment(), &held);
                     }
-                    drop((pairs, scratch));
                     finished
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .push(tiers.segments.into_iter().map(|(_, s)| s).collect());
+                        .push((
+                            tiers.segments.into_iter().map(|(_, s)| s).collect(),
+                            scratch,
+                        ));
                 });
             }
         });
-        let reads = results
+        let (groups, scratch): (Vec<Vec<Segment>>, Vec<ReaderScratch>) = finished
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .into_iter()
-            .flat_map(Option::unwrap_or_default)
-            .collect();
-        let finished = finished
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        (reads, merge_in_halves(&finished))
+            .unzip();
+        (reads, merge_in_halves(&groups), scratch)
     }
 
     /// Leaves the largest indexed files out (always candidates) until the
@@ -641,17 +683,20 @@ impl State {
     }
 
     /// Reads one file for the index: stat first (so a racing write is seen
-    /// again by its own event), then its text up to the first NUL. Its
-    /// trigrams come sorted when `sorted` (a loose list is searched), else
-    /// in the order met (the build sorts them with the batch's pairs).
-    fn read_file(&self, rel: &str, collector: &mut TrigramCollector, sorted: bool) -> Read1 {
+    /// again by its own event), then its text up to the first NUL into
+    /// `bytes` (cleared first; a build reader passes the same buffer for
+    /// every file), which `extract` turns into the file's trigrams: a list
+    /// kept in the read (for a loose list) and a count of those it took
+    /// elsewhere (into a build batch), or why the file is left out.
+    fn read_file(
+        &self,
+        rel: &str,
+        bytes: &mut Vec<u8>,
+        extract: impl FnOnce(&[u8]) -> Result<(Vec<Trigram>, u64), AlwaysReason>,
+    ) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
-            binary_from_start: false,
-            outcome: Err(AlwaysReason::Unreadable),
-            text_bytes: 0,
-            nul_at: None,
-            taken: 0,
+            ..Read1::unread()
         };
         let Ok(file) = beneath::open_file(&self.root_dir, rel) else {
             return unreadable(None);
@@ -677,17 +722,16 @@ impl State {
         // the searcher reads, so the rest (most of a binary's bytes) is
         // never read here either.
         let mut file = file.take(self.limits.max_file_bytes + 1);
-        let mut bytes = Vec::with_capacity(
-            usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1,
-        );
+        bytes.clear();
+        bytes.reserve(usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1);
         if (&mut file)
             .take(NUL_CHECK_BYTES as u64)
-            .read_to_end(&mut bytes)
+            .read_to_end(bytes)
             .is_err()
         {
             return unreadable(stamp);
         }
-        if has_byte_order_mark(&bytes) {
+        if has_byte_order_mark(bytes) {
             return Read1 {
                 stamp,
                 binary_from_start: false,
@@ -697,11 +741,14 @@ impl State {
                 taken: 0,
             };
         }
-        let first_nul = match memchr_nul(&bytes) {
+        let first_nul = match memchr_nul(bytes) {
             Some(at) => Some(at),
             None => {
                 let checked = bytes.len();
-                if file.read_to_end(&mut bytes).is_err() {
+                // Less than the first block means the read above met the
+                // end of the file: reading on would only meet it again (a
+                // write since the stamp was taken has its own event).
+                if checked == NUL_CHECK_BYTES && file.read_to_end(bytes).is_err() {
                     return unreadable(stamp);
                 }
                 if bytes.len() as u64 > self.limits.max_file_bytes {
@@ -731,24 +778,29 @@ impl State {
             Some(at) => &bytes[..at],
             None => &bytes[..],
         };
+        let (outcome, taken, text_bytes) = match extract(text) {
+            Ok((kept, taken)) => (Ok(kept), taken, text.len() as u64),
+            Err(why) => (Err(why), 0, 0),
+        };
         Read1 {
             stamp,
             binary_from_start: first_nul == Some(0),
-            text_bytes: text.len() as u64,
-            outcome: Ok(if sorted {
-                collector.collect(text)
-            } else {
-                collector.collect_unsorted(text)
-            }),
+            text_bytes,
+            outcome,
             nul_at: first_nul,
-            taken: 0,
+            taken,
         }
     }
 
     /// Adds a file record for a read; returns its id.
     fn push_file(&mut self, rel: &str, read: &Read1) -> u32 {
+        self.push_shared(Arc::from(rel), read)
+    }
+
+    /// [`push_file`](Self::push_file) with the path already shared.
+    fn push_shared(&mut self, path: Arc<str>, read: &Read1) -> u32 {
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
-        let path: Arc<str> = Arc::from(rel);
+        let rel: &str = &path;
         let (content, postings) = match &read.outcome {
             Ok(_) if read.binary_from_start => (Content::BinaryFromStart, 0),
             Ok(trigrams) => (Content::Indexed, trigrams.len() as u64 + read.taken),
@@ -948,7 +1000,7 @@ impl State {
                     {
                         listing.ignored_files.push(rel);
                     } else {
-                        listing.files.push(rel);
+                        listing.files.push(Arc::from(rel));
                     }
                 }
             }
@@ -1158,8 +1210,8 @@ impl State {
         let found: BTreeSet<&str> = listing
             .files
             .iter()
-            .chain(&listing.ignored_files)
-            .map(String::as_str)
+            .map(|f| &**f)
+            .chain(listing.ignored_files.iter().map(String::as_str))
             .collect();
         let gone_files: Vec<String> = self
             .files_within(dir)
@@ -1248,7 +1300,9 @@ impl State {
     /// (Re-)reads one file into the loose lists.
     fn index_one(&mut self, rel: &str) {
         let mut collector = TrigramCollector::new();
-        let mut read = self.read_file(rel, &mut collector, true);
+        let mut read = self.read_file(rel, &mut Vec::new(), |text| {
+            Ok((collector.collect(text), 0))
+        });
         if read.stamp.is_none() {
             // Gone between the event and the read: its removal event follows.
             self.remove_file(rel);
@@ -1700,7 +1754,7 @@ struct Tiers {
 }
 
 /// Segments of a tier merged into one of the next.
-const TIER_FAN: usize = 8;
+const TIER_FAN: usize = 16;
 
 impl Tiers {
     /// Adds a segment (ids above those held), keeping `held` (the list
@@ -1751,8 +1805,8 @@ impl Tiers {
         let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
         let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
         let refs: Vec<&Segment> = parts.iter().collect();
-        let merged = Segment::merge(&refs, Some);
-        drop(refs);
+        // One reader's segments: increasing ranges of ids, one group.
+        let merged = Segment::merge_groups(&[refs], 0..Trigram::MAX);
         drop(parts);
         held.fetch_add(merged.list_bytes() as u64, Ordering::Relaxed);
         held.fetch_sub(before, Ordering::Relaxed);
