@@ -80,7 +80,7 @@ impl IgnoreMatcher {
     }
 
     /// A matcher for the workspace's root, for absolute paths
-    /// ([`is_ignored_abs`](Self::is_ignored_abs)).
+    /// ([`is_ignored_abs`](WorkspaceIgnores::is_ignored_abs)).
     pub fn for_workspace(workspace: &Workspace) -> ToolResult<WorkspaceIgnores<'_>> {
         let root = workspace.open_dir(&workspace.root_path())?;
         Ok(WorkspaceIgnores {
