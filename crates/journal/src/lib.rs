@@ -361,8 +361,9 @@ pub struct ChangeRecord {
     pub state: ChangeState,
 }
 
-/// What one call changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What one call changed. The default is the empty record of id 0, which
+/// stands for "no batch read yet".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallRecord {
     /// The call's id, increasing.
     pub id: u64,
@@ -1826,17 +1827,7 @@ fn read_pending(path: &Path) -> Result<Option<CallRecord>> {
             }
         });
     }
-    Ok(Some(merged.unwrap_or(CallRecord {
-        id: 0,
-        time: 0,
-        tool: String::new(),
-        surface: String::new(),
-        principal: String::new(),
-        pid: 0,
-        undoes: Vec::new(),
-        changes: Vec::new(),
-        notes: Vec::new(),
-    })))
+    Ok(Some(merged.unwrap_or_default()))
 }
 
 /// The process that writes the temporary file `name` (`NAME.tmp.PID.N`),
@@ -2280,20 +2271,7 @@ impl CallScope {
             if record.id == 0 {
                 return Ok(None);
             }
-            let mut record = std::mem::replace(
-                &mut *record,
-                CallRecord {
-                    id: 0,
-                    time: 0,
-                    tool: String::new(),
-                    surface: String::new(),
-                    principal: String::new(),
-                    pid: 0,
-                    undoes: Vec::new(),
-                    changes: Vec::new(),
-                    notes: Vec::new(),
-                },
-            );
+            let mut record = std::mem::take(&mut *record);
             record
                 .changes
                 .retain(|change| change.change.not_undoable.as_deref() != Some(ABORTED));

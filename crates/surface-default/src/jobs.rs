@@ -399,15 +399,7 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
     if let Some(input) = &args.input {
         job.write(input.as_bytes(), &[]).map_err(ToolError::from)?;
     }
-    let read = job
-        .read(
-            ReadFrom::Cursor,
-            output_budget(services, false),
-            &wait,
-            call.cancel.flag(),
-        )
-        .map_err(ToolError::from)?;
-    Ok(view(&job, &read, None).to_string())
+    new_output(services, &job, &wait, call)
 }
 
 fn read(services: &Services, args: JobReadArgs, call: &CallContext) -> ToolResult<String> {
@@ -457,15 +449,7 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
         job.write(input.as_bytes(), &keys)
             .map_err(ToolError::from)?;
     }
-    let read = job
-        .read(
-            ReadFrom::Cursor,
-            output_budget(services, false),
-            &wait,
-            call.cancel.flag(),
-        )
-        .map_err(ToolError::from)?;
-    Ok(view(&job, &read, None).to_string())
+    new_output(services, &job, &wait, call)
 }
 
 fn kill(services: &Services, args: JobKillArgs, call: &CallContext) -> ToolResult<String> {
@@ -479,15 +463,12 @@ fn kill(services: &Services, args: JobKillArgs, call: &CallContext) -> ToolResul
         KillSignal::Kill => Signal::SIGKILL,
     };
     job.kill(signal);
-    let read = job
-        .read(
-            ReadFrom::Cursor,
-            output_budget(services, false),
-            &Wait::until_exit(agent_tools_bash::jobs::EXIT_DRAIN),
-            call.cancel.flag(),
-        )
-        .map_err(ToolError::from)?;
-    Ok(view(&job, &read, None).to_string())
+    new_output(
+        services,
+        &job,
+        &Wait::until_exit(agent_tools_bash::jobs::EXIT_DRAIN),
+        call,
+    )
 }
 
 fn list(services: &Services, _: JobListArgs, call: &CallContext) -> ToolResult<String> {
@@ -584,6 +565,25 @@ fn looks_like_prompt(line: &str) -> bool {
         .ok()
     });
     !line.trim().is_empty() && PROMPT.as_ref().is_some_and(|re| re.is_match(line))
+}
+
+/// The job's output since the last read (waiting as `wait` says), as the
+/// answer of a start, a write or a kill shows it.
+fn new_output(
+    services: &Services,
+    job: &Job,
+    wait: &Wait,
+    call: &CallContext,
+) -> ToolResult<String> {
+    let read = job
+        .read(
+            ReadFrom::Cursor,
+            output_budget(services, false),
+            wait,
+            call.cancel.flag(),
+        )
+        .map_err(ToolError::from)?;
+    Ok(view(job, &read, None).to_string())
 }
 
 fn view(job: &Job, read: &JobRead, screen: Option<Value>) -> Value {
