@@ -876,7 +876,7 @@ impl Journal {
 
     /// One finished call.
     pub fn call(&self, id: u64) -> Result<Option<CallRecord>> {
-        let path = self.settings.dir.join("calls").join(record_name(id));
+        let path = self.record_path("calls", id);
         read_record(&path)
     }
 
@@ -988,11 +988,7 @@ impl Journal {
     /// and tools that set one up by hand).
     #[cfg(test)]
     fn write_pending(&self, record: &CallRecord) -> Result<()> {
-        let path = self
-            .settings
-            .dir
-            .join("pending")
-            .join(record_name(record.id));
+        let path = self.record_path("pending", record.id);
         let _ = fs::remove_file(&path);
         let mut log = PendingLog::default();
         let mut flush = Vec::new();
@@ -1000,16 +996,17 @@ impl Journal {
         flush_files(&flush, &self.settings.dir)
     }
 
+    /// Where call `id`'s record lives in `sub` (`pending` or `calls`).
+    fn record_path(&self, sub: &str, id: u64) -> PathBuf {
+        self.settings.dir.join(sub).join(record_name(id))
+    }
+
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
     /// no change).
     fn finish(&self, record: &CallRecord) -> Result<()> {
-        let pending = self
-            .settings
-            .dir
-            .join("pending")
-            .join(record_name(record.id));
+        let pending = self.record_path("pending", record.id);
         if !record.changes.is_empty() || !record.notes.is_empty() {
-            let path = self.settings.dir.join("calls").join(record_name(record.id));
+            let path = self.record_path("calls", record.id);
             let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
                 path: path.clone(),
                 message: err.to_string(),
@@ -1030,7 +1027,7 @@ impl Journal {
         let own = std::process::id();
         self.sweep_dead_temporaries(own)?;
         for id in self.ids("pending")? {
-            let path = self.settings.dir.join("pending").join(record_name(id));
+            let path = self.record_path("pending", id);
             let Some(mut record) = read_pending(&path)? else {
                 continue;
             };
@@ -1152,7 +1149,7 @@ impl Journal {
         };
         let mut records = Vec::with_capacity(ids.len());
         for (at, id) in ids.iter().enumerate() {
-            let path = self.settings.dir.join("calls").join(record_name(*id));
+            let path = self.record_path("calls", *id);
             let record = read_record(&path)?;
             let too_many = at < ids.len() - keep;
             let too_old = record.as_ref().is_some_and(|r| r.time < oldest_kept);
@@ -1166,7 +1163,7 @@ impl Journal {
         // Referenced contents, also of pending calls (they are in flight).
         let mut pending = Vec::new();
         for id in self.ids("pending")? {
-            let path = self.settings.dir.join("pending").join(record_name(id));
+            let path = self.record_path("pending", id);
             pending.extend(read_pending(&path)?);
         }
         let pinned = self.pinned()?;
@@ -1193,11 +1190,7 @@ impl Journal {
                 break;
             }
             let dropped = records.remove(0);
-            let path = self
-                .settings
-                .dir
-                .join("calls")
-                .join(record_name(dropped.id));
+            let path = self.record_path("calls", dropped.id);
             let _ = fs::remove_file(&path);
             report.calls_dropped += 1;
         }
@@ -1416,7 +1409,7 @@ impl Journal {
         let mut sealing = Vec::new();
         let mut to_flush = Vec::new();
         for id in ids {
-            let path = self.settings.dir.join("calls").join(record_name(id));
+            let path = self.record_path("calls", id);
             let Some(record) = read_record(&path)? else {
                 continue;
             };
