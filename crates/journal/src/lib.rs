@@ -519,16 +519,7 @@ fn id_of(name: &str) -> Option<u64> {
 /// Writes `data` to `path` through a temporary file and a rename, flushed
 /// when `sync` is set.
 fn write_replace(path: &Path, data: &[u8], sync: bool) -> Result<()> {
-    // Unique per process and write: two threads may write one name (a
-    // content and its compressed form share a stem).
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(format!(
-        ".tmp.{}.{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let temp = PathBuf::from(temp);
+    let temp = temp_beside(path);
     let written = (|| -> io::Result<()> {
         let mut file = File::create(&temp)?;
         file.write_all(data)?;
@@ -1663,7 +1654,9 @@ fn apply_seal(
 }
 
 /// A temporary name beside `path` (`NAME.tmp.PID.N`, swept when its
-/// process is gone).
+/// process is gone). Unique per process and write, from one counter for
+/// every writer: two threads may write one name (a content and its
+/// compressed form share a stem; the sealer and a prune one record).
 fn temp_beside(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut temp = path.as_os_str().to_owned();
