@@ -703,3 +703,26 @@ fn a_seal_whose_content_was_swept_meanwhile_keeps_the_link_for_the_next_pass() {
     let before = sealed.changes[0].change.before.as_ref().unwrap();
     assert_eq!(before.hash.as_deref(), Some(hash(b"old\n").as_str()));
 }
+
+/// The id counter is rewritten in place at one width; one that is damaged
+/// (here longer than that width, so an overwrite alone would leave its
+/// tail) is not trusted: the ids on disk decide, and the counter is
+/// rewritten whole, so it is read again from the next call on.
+#[test]
+fn a_damaged_id_counter_yields_to_the_records_and_is_rewritten_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let first = record_write(&journal, "write_file", &dir.path().join("a"), Some(b"1"));
+    let counter = dir.path().join("state/next");
+    assert_eq!(
+        fs::read_to_string(&counter).unwrap(),
+        format!("{:020}\n", first + 1)
+    );
+    fs::write(&counter, "9".repeat(40)).unwrap();
+    assert_eq!(journal.next_id().unwrap(), first + 1);
+    assert_eq!(
+        fs::read_to_string(&counter).unwrap(),
+        format!("{:020}\n", first + 2)
+    );
+    assert_eq!(journal.next_id().unwrap(), first + 2);
+}
