@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use agent_tools_confine::ConfinedPath;
 use agent_tools_error::{ErrorCode, ToolError, ToolResult};
 use agent_tools_text::{
-    DecodeError, Encoding, LINE_TRUNCATED_MARKER, MAX_LINE_CHARS, decode_lossy, looks_binary,
-    truncate_line, utf8_boundary,
+    DecodeError, Encoding, LINE_TRUNCATED_MARKER, MAX_LINE_CHARS, count_newlines, decode_lossy,
+    looks_binary, number_width, push_numbered_line, truncate_line, utf8_boundary,
 };
 
 use std::sync::atomic::AtomicBool;
@@ -99,17 +99,17 @@ impl FileTools {
             .map_err(|err| self.workspace().io_error(&err, &path))?
             .ok_or_else(|| too_large(format!("at least {}", max.saturating_add(1))))?;
         let text = decode_for_reading(&path, &bytes)?;
-        let lines = split_lines(&text);
-        if lines.is_empty() {
+        let lines = Lines::of(&text);
+        if lines.total == 0 {
             return Ok(EMPTY_FILE.to_string());
         }
-        let total = lines.len();
-        let first = first_line(args.offset, total, &path)?;
-        let wanted = wanted_lines(lines.len() - (first - 1), args.limit);
-        let shown = lines[first - 1..first - 1 + wanted]
-            .iter()
+        let first = first_line(args.offset, lines.total, &path)?;
+        let wanted = wanted_lines(lines.total - (first - 1), args.limit);
+        let shown = lines
+            .from(first)
+            .take(wanted)
             .map(|line| shown_line(line.strip_suffix('\r').unwrap_or(line), 0));
-        self.render(&path, shown, wanted, first, total, Continue::Forward)
+        self.render(&path, shown, wanted, first, lines.total, Continue::Forward)
     }
 
     /// Renders `wanted` display-ready lines (the first being line `first`)
@@ -136,7 +136,7 @@ impl FileTools {
                 return Err(binary_error(path));
             }
             let before = out.len();
-            let _ = writeln!(out, "{:>width$}\t{line}", first + shown);
+            push_numbered_line(&mut out, first + shown, width, &line);
             if out.len() > budget && shown > 0 {
                 // This line pushed us over: drop it and stop here.
                 out.truncate(before);
@@ -530,11 +530,6 @@ fn wanted_lines(available: usize, limit: u64) -> usize {
 }
 
 /// The width of the number column: the digits of the last number, at least six.
-fn number_width(last_line_number: usize) -> usize {
-    let digits = last_line_number.max(1).ilog10() as usize + 1;
-    digits.max(6)
-}
-
 /// A line as shown: cut at [`MAX_LINE_CHARS`] characters with a marker saying
 /// how many were dropped, counting `more` characters known to follow `text`.
 fn shown_line(text: &str, more: usize) -> Cow<'_, str> {
@@ -570,12 +565,46 @@ fn decode_for_reading(path: &ConfinedPath, bytes: &[u8]) -> ToolResult<String> {
 }
 
 /// The lines of `text`: split on `\n`, a final newline does not start another line.
-fn split_lines(text: &str) -> Vec<&str> {
-    if text.is_empty() {
-        return Vec::new();
+/// A text's lines as `read_file` numbers them: a final newline ends the
+/// last line rather than starting another, and an empty text has none.
+/// Counted at memory speed and split only from the first line shown on, so
+/// a short read of a long file does not slice every line of it.
+struct Lines<'a> {
+    /// The text without its final newline.
+    body: &'a str,
+    /// How many lines there are.
+    total: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn of(text: &'a str) -> Lines<'a> {
+        if text.is_empty() {
+            return Lines { body: "", total: 0 };
+        }
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        Lines {
+            body,
+            total: count_newlines(body.as_bytes()) + 1,
+        }
     }
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    body.split('\n').collect()
+
+    /// The lines from line `first` (1-based, at most `total`) to the end.
+    fn from(&self, first: usize) -> impl Iterator<Item = &'a str> + use<'a> {
+        let body: &'a str = self.body;
+        let start = match first.checked_sub(2) {
+            None => 0,
+            Some(newlines_before) => memchr::memchr_iter(b'\n', body.as_bytes())
+                .nth(newlines_before)
+                .map_or(body.len(), |at| at + 1),
+        };
+        let rest = if first > self.total {
+            ""
+        } else {
+            &body[start..]
+        };
+        rest.split('\n')
+            .take(self.total.saturating_sub(first.max(1) - 1))
+    }
 }
 
 /// The 1-based first line for `offset` in a file of `total` lines.
@@ -793,12 +822,51 @@ mod tests {
     }
 
     #[test]
-    fn split_lines_treats_the_final_newline_as_a_terminator() {
-        assert_eq!(split_lines(""), Vec::<&str>::new());
-        assert_eq!(split_lines("\n"), vec![""]);
-        assert_eq!(split_lines("a\nb"), vec!["a", "b"]);
-        assert_eq!(split_lines("a\nb\n"), vec!["a", "b"]);
-        assert_eq!(split_lines("a\n\n"), vec!["a", ""]);
+    fn lines_treat_the_final_newline_as_a_terminator() {
+        fn all(text: &str) -> Vec<&str> {
+            Lines::of(text).from(1).collect()
+        }
+        assert_eq!(all(""), Vec::<&str>::new());
+        assert_eq!(all("\n"), vec![""]);
+        assert_eq!(all("a\nb"), vec!["a", "b"]);
+        assert_eq!(all("a\nb\n"), vec!["a", "b"]);
+        assert_eq!(all("a\n\n"), vec!["a", ""]);
+        assert_eq!(all("a\r\nb\r\n"), vec!["a\r", "b\r"]);
+    }
+
+    /// From every first line, the lines are those of splitting the whole
+    /// text, and there are `total` of them in all.
+    #[test]
+    fn lines_from_any_first_line_are_those_of_a_whole_split() {
+        for text in [
+            "",
+            "\n",
+            "\n\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\n\nb\n",
+            "x\ny\nz\n\n",
+            "é\nü\n",
+        ] {
+            let lines = Lines::of(text);
+            let whole: Vec<&str> = if text.is_empty() {
+                Vec::new()
+            } else {
+                text.strip_suffix('\n')
+                    .unwrap_or(text)
+                    .split('\n')
+                    .collect()
+            };
+            assert_eq!(lines.total, whole.len(), "{text:?}");
+            for first in 1..=whole.len() {
+                assert_eq!(
+                    lines.from(first).collect::<Vec<_>>(),
+                    whole[first - 1..].to_vec(),
+                    "{text:?} from {first}"
+                );
+            }
+        }
     }
 
     #[test]

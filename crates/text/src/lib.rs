@@ -34,7 +34,8 @@ use std::fmt;
 mod numbered;
 
 pub use numbered::{
-    LINE_TRUNCATED_MARKER, MAX_LINE_CHARS, NumberedLines, number_lines, truncate_line,
+    LINE_TRUNCATED_MARKER, MAX_LINE_CHARS, NumberedLines, number_lines, number_width,
+    push_numbered_line, truncate_line,
 };
 
 /// How many leading bytes [`looks_binary`] inspects.

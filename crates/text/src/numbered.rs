@@ -5,8 +5,6 @@
 //! because the number column never contains one; a line's own leading tabs
 //! follow it unchanged.
 
-use std::fmt::Write as _;
-
 /// Lines longer than this many characters are cut in the view.
 pub const MAX_LINE_CHARS: usize = 2000;
 
@@ -41,22 +39,54 @@ pub struct NumberedLines {
     width: usize,
 }
 
+/// The width of the number column of a view whose last line is
+/// `last_line_number`: its digits, and never under six.
+pub fn number_width(last_line_number: usize) -> usize {
+    let digits = last_line_number.max(1).ilog10() as usize + 1;
+    digits.max(MIN_NUMBER_WIDTH)
+}
+
+/// Appends one line of the view to `out`: `number` right-aligned in
+/// `width` columns, a tab, `line` as given, a newline. Every numbered line
+/// is written here. By hand rather than with `{:>width$}`: a read shows up
+/// to thousands of lines, and the formatting machinery cost several times
+/// the copy of the line itself.
+pub fn push_numbered_line(out: &mut String, number: usize, width: usize, line: &str) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut rest = number;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let digits = &digits[start..];
+    out.reserve(width.max(digits.len()) + line.len() + 2);
+    for _ in digits.len()..width {
+        out.push(' ');
+    }
+    out.extend(digits.iter().map(|&digit| char::from(digit)));
+    out.push('\t');
+    out.push_str(line);
+    out.push('\n');
+}
+
 impl NumberedLines {
     /// A view whose number column fits `last_line_number`.
     pub fn new(last_line_number: usize) -> Self {
-        let digits = last_line_number.max(1).ilog10() as usize + 1;
         NumberedLines {
             out: String::new(),
-            width: digits.max(MIN_NUMBER_WIDTH),
+            width: number_width(last_line_number),
         }
     }
 
     /// Appends line `number`. A trailing `\r` (from a CRLF file) is not shown.
     pub fn push(&mut self, number: usize, line: &str) {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let line = truncate_line(line);
-        // Writing to a String cannot fail.
-        let _ = writeln!(self.out, "{number:>width$}\t{line}", width = self.width);
+        push_numbered_line(&mut self.out, number, self.width, &truncate_line(line));
     }
 
     /// The view so far.
@@ -82,4 +112,32 @@ pub fn number_lines<'a>(
         view.push(first_line_number + index, line);
     }
     view.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written line is the one `{:>width$}` would write, for
+    /// numbers narrower, as wide as and wider than the column.
+    #[test]
+    fn a_numbered_line_is_the_formatted_one() {
+        for (number, width) in [
+            (0, 6),
+            (1, 6),
+            (9, 1),
+            (10, 6),
+            (999_999, 6),
+            (1_000_000, 6),
+            (12_345, 2),
+            (usize::MAX, 6),
+        ] {
+            let mut out = String::from("before\n");
+            push_numbered_line(&mut out, number, width, "a\tline");
+            assert_eq!(out, format!("before\n{number:>width$}\ta\tline\n"));
+        }
+        assert_eq!(number_width(0), 6);
+        assert_eq!(number_width(999_999), 6);
+        assert_eq!(number_width(1_000_000), 7);
+    }
 }
