@@ -132,7 +132,7 @@ impl FileTools {
         let budget = self.limits().max_output_bytes.saturating_sub(160);
         let mut shown = 0;
         for line in lines.take(wanted) {
-            if line.contains('\0') {
+            if memchr::memchr(0, line.as_bytes()).is_some() {
                 return Err(binary_error(path));
             }
             let before = out.len();

@@ -52,24 +52,33 @@ pub fn number_width(last_line_number: usize) -> usize {
 /// to thousands of lines, and the formatting machinery cost several times
 /// the copy of the line itself.
 pub fn push_numbered_line(out: &mut String, number: usize, width: usize, line: &str) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
+    // The digits, right-aligned before the tab, then as many spaces as
+    // the column still wants in front of them, written from the end.
+    let mut prefix = [b' '; 32];
+    let mut start = prefix.len() - 1;
+    prefix[start] = b'\t';
     let mut rest = number;
     loop {
         start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
+        prefix[start] = b'0' + (rest % 10) as u8;
         rest /= 10;
         if rest == 0 {
             break;
         }
     }
-    let digits = &digits[start..];
-    out.reserve(width.max(digits.len()) + line.len() + 2);
-    for _ in digits.len()..width {
+    let digits = prefix.len() - 1 - start;
+    // Spaces from the buffer when they fit (a column is at most 20 wide
+    // for any line number), one by one beyond it.
+    let pad = width.saturating_sub(digits);
+    let from_buffer = pad.min(start);
+    out.reserve(pad + digits + line.len() + 2);
+    for _ in from_buffer..pad {
         out.push(' ');
     }
-    out.extend(digits.iter().map(|&digit| char::from(digit)));
-    out.push('\t');
+    // Spaces, digits and a tab: ASCII, so always UTF-8.
+    if let Ok(prefix) = std::str::from_utf8(&prefix[start - from_buffer..]) {
+        out.push_str(prefix);
+    }
     out.push_str(line);
     out.push('\n');
 }
@@ -131,6 +140,8 @@ mod tests {
             (1_000_000, 6),
             (12_345, 2),
             (usize::MAX, 6),
+            (7, 40),
+            (usize::MAX, 45),
         ] {
             let mut out = String::from("before\n");
             push_numbered_line(&mut out, number, width, "a\tline");
