@@ -75,10 +75,12 @@ pub fn push_numbered_line(out: &mut String, number: usize, width: usize, line: &
     for _ in from_buffer..pad {
         out.push(' ');
     }
-    // Spaces, digits and a tab: ASCII, so always UTF-8.
-    if let Ok(prefix) = std::str::from_utf8(&prefix[start - from_buffer..]) {
-        out.push_str(prefix);
-    }
+    // Spaces, digits and a tab: ASCII, one char a byte.
+    out.extend(
+        prefix[start - from_buffer..]
+            .iter()
+            .map(|&byte| char::from(byte)),
+    );
     out.push_str(line);
     out.push('\n');
 }
