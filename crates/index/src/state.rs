@@ -503,6 +503,10 @@ impl Feed {
 /// come sorted, so a chunk's files share a few directories, and each file
 /// is opened from its directory's handle (one component, never a symlink)
 /// instead of from the root, where every component is resolved again.
+/// The handle was opened beneath the root; should the directory be moved
+/// out while it is held, what is read from it is dropped with the
+/// directory when the move's event is applied, before any query answers
+/// (as with the walk, which lists each directory from its handle too).
 #[derive(Default)]
 struct Folder {
     open: Option<(String, Dir)>,
