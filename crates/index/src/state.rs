@@ -3,14 +3,14 @@
 //! changed path is brought up to date.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::BuildHasher;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use ignore::gitignore::Gitignore;
@@ -416,6 +416,120 @@ impl Read1 {
     }
 }
 
+/// What a build reader made: its segments (ids from 0, in the order it
+/// read), the files it read in that order, and its scratch (freed once
+/// the index's own tables are made, see [`State::build`]).
+struct Reader {
+    segments: Vec<Segment>,
+    reads: Vec<(Arc<str>, Read1)>,
+    scratch: ReaderScratch,
+}
+
+/// The files the build's walk has listed and no reader has taken yet, in
+/// chunks of one directory's files (at most [`BUILD_CHUNK`]).
+#[derive(Default)]
+struct Feed {
+    queue: Mutex<Queue>,
+    more: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    chunks: VecDeque<Vec<Arc<str>>>,
+    /// The walk is over: once the chunks are taken, readers stop.
+    closed: bool,
+    /// The walk failed: readers stop at once.
+    abandoned: bool,
+}
+
+impl Feed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a directory's files to the readers.
+    fn push(&self, mut files: Vec<Arc<str>>) {
+        if files.is_empty() {
+            return;
+        }
+        let mut queue = self.lock();
+        while files.len() > BUILD_CHUNK {
+            let rest = files.split_off(BUILD_CHUNK);
+            queue.chunks.push_back(std::mem::replace(&mut files, rest));
+        }
+        queue.chunks.push_back(files);
+        drop(queue);
+        self.more.notify_all();
+    }
+
+    /// The next chunk, waiting for the walk to list one; `None` once the
+    /// walk is over and every chunk is taken, or it failed.
+    fn next(&self) -> Option<Vec<Arc<str>>> {
+        let mut queue = self.lock();
+        loop {
+            if queue.abandoned {
+                return None;
+            }
+            if let Some(chunk) = queue.chunks.pop_front() {
+                return Some(chunk);
+            }
+            if queue.closed {
+                return None;
+            }
+            queue = self
+                .more
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// The walk is over.
+    fn close(&self) {
+        self.lock().closed = true;
+        self.more.notify_all();
+    }
+
+    /// The walk failed: what is left is not read.
+    fn abandon(&self) {
+        let mut queue = self.lock();
+        queue.abandoned = true;
+        queue.chunks.clear();
+        drop(queue);
+        self.more.notify_all();
+    }
+}
+
+/// The directory a build reader last opened a file in, kept open: paths
+/// come sorted, so a chunk's files share a few directories, and each file
+/// is opened from its directory's handle (one component, never a symlink)
+/// instead of from the root, where every component is resolved again.
+/// The handle was opened beneath the root; should the directory be moved
+/// out while it is held, what is read from it is dropped with the
+/// directory when the move's event is applied, before any query answers
+/// (as with the walk, which lists each directory from its handle too).
+#[derive(Default)]
+struct Folder {
+    open: Option<(String, Dir)>,
+}
+
+impl Folder {
+    /// Opens `rel` beneath `root` for reading, from its directory's handle.
+    fn open(&mut self, root: &Dir, rel: &str) -> std::io::Result<std::fs::File> {
+        let Some((parent, name)) = rel.rsplit_once('/') else {
+            return beneath::open_file(root, rel);
+        };
+        if self.open.as_ref().is_none_or(|(at, _)| at != parent) {
+            self.open = None;
+            let dir = beneath::open_dir(root, parent)?;
+            self.open = Some((parent.to_string(), dir));
+        }
+        match &self.open {
+            Some((_, dir)) => beneath::open_file_in(dir, std::ffi::OsStr::new(name)),
+            None => beneath::open_file(root, rel),
+        }
+    }
+}
+
 /// A directory the walk has yet to read.
 enum Pending {
     /// Already open (where the walk starts).
@@ -439,7 +553,8 @@ fn is_replaced_or_gone(err: &std::io::Error) -> bool {
 struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
     /// Shared with the file table once read, so the build allocates
-    /// each path once.
+    /// each path once. A walk that feeds readers hands them each
+    /// directory's files instead (this is left empty).
     files: Vec<Arc<str>>,
     /// Regular files the rules ignore (or named `.git`).
     ignored_files: Vec<String>,
@@ -483,6 +598,14 @@ impl State {
 
     /// Walks and indexes the whole tree, installing watches as it goes
     /// (each before its directory is listed, so no change is missed).
+    ///
+    /// The walk hands each directory's files to the readers as it lists
+    /// them (see [`read_fed`](Self::read_fed)), so reading starts with the
+    /// first directory rather than after the last. A reader numbers the
+    /// files it reads from 0 in the order it reads them; the table takes
+    /// the first reader's files, then the second's, so each reader's ids
+    /// are one run and its segments, shifted to it, follow the first's:
+    /// the lists of both are laid end to end, never interleaved and united.
     pub(crate) fn build(
         root: PathBuf,
         limits: Limits,
@@ -494,14 +617,64 @@ impl State {
             .and_then(|file| beneath::open_dir(&file, ""))
             .map_err(|err| WatchFailure::Other(format!("cannot open the root: {err}")))?;
         let mut state = State::empty(root, root_dir, limits, hidden_dir, Arc::clone(&stop));
-        let mut listing = state.walk("", None, watch, &stop)?;
-        let mut paths = std::mem::take(&mut listing.files);
-        paths.sort_unstable();
+        let feed = Feed::default();
+        let held = AtomicU64::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 2);
+        let shared = &state;
+        let (walked, readers) = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..workers)
+                .map(|_| scope.spawn(|| shared.read_fed(&feed, &held, &stop)))
+                .collect();
+            let walked = shared.walk("", None, watch, &stop, Some(&feed));
+            if walked.is_err() {
+                feed.abandon();
+            }
+            feed.close();
+            let readers: Vec<Reader> = readers
+                .into_iter()
+                // A panic in a reader is passed on as it is.
+                .map(|reader| {
+                    reader
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                })
+                .collect();
+            (walked, readers)
+        });
+        let listing = walked?;
         state.adopt_listing_dirs(&listing);
-        let (reads, base, scratch) = state.read_all(&paths, &stop);
-        for (path, read) in paths.iter().zip(&reads) {
-            state.push_shared(Arc::clone(path), read);
+        // The readers' segments, each reader's shifted past the files of
+        // those before it, are merged (on two threads) while this one
+        // fills the file table: neither needs the other.
+        let (mut segments, mut reads, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        for reader in readers {
+            segments.push(reader.segments);
+            reads.push(reader.reads);
+            scratch.push(reader.scratch);
         }
+        let (base, group) = std::thread::scope(|scope| {
+            let merging = scope.spawn(|| {
+                let mut group = Vec::new();
+                let mut offset = 0u32;
+                for (mut mine, read) in segments.into_iter().zip(&reads) {
+                    for segment in &mut mine {
+                        segment.shift(offset);
+                    }
+                    group.append(&mut mine);
+                    offset = offset.saturating_add(u32::try_from(read.len()).unwrap_or(u32::MAX));
+                }
+                let group = vec![group];
+                (merge_in_halves(&group), group)
+            });
+            for (path, read) in reads.iter().flatten() {
+                state.push_shared(Arc::clone(path), read);
+            }
+            merging
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        });
         state.segments = vec![base];
         state.fit_budget();
         for rel in &listing.ignored_files {
@@ -514,125 +687,90 @@ impl State {
         // any such block freed, so freeing these earlier made the index's
         // own tables come from its heaps, beside the build's freed memory,
         // which it then kept (the process held tens of megabytes more).
-        drop((reads, scratch, paths, listing));
+        drop((reads, group, scratch, listing));
         Ok(state)
     }
 
-    /// Reads and extracts the trigrams of files, on up to two threads,
-    /// chunk by chunk, and packs them into one segment whose ids are the
-    /// files' positions in `paths`. Each reader gathers the (trigram, file)
-    /// pairs of the chunks it takes into a [`Batch`] of about four million,
-    /// which buckets them by the trigram's first byte as they come and
-    /// sorts each bucket in cache (its chunks come in increasing id order,
-    /// so ids stay sorted) into a segment, and merges its segments in tiers
-    /// (sixteen of a size into one), so what is held is compressed and
-    /// each posting is re-encoded a few times at most.
-    /// The readers' segments are merged once at the end, each half of the
-    /// key space on its own thread. The list bytes of the segments held
-    /// count against the memory budget: once they exceed it, a reader
-    /// merges all it holds (which brings them to about their final size),
-    /// and past one and a half times it, further files are left out as
-    /// over the budget ([`fit_budget`](Self::fit_budget) then makes the
+    /// One build reader: reads and extracts the trigrams of the files the
+    /// walk feeds, chunk by chunk, numbering them from 0 in the order it
+    /// reads them. It gathers the (trigram, file) pairs of its chunks into
+    /// a [`Batch`] of about four million, which buckets them by the
+    /// trigram's first byte as they come and sorts each bucket in cache
+    /// (ids come in increasing order, so they stay sorted) into a segment,
+    /// and merges its segments in tiers (sixteen of a size into one), so
+    /// what is held is compressed and each posting is re-encoded a few
+    /// times at most. The list bytes of the segments the readers hold
+    /// (`held`) count against the memory budget: once they exceed it, a
+    /// reader merges all it holds (which brings them to about their final
+    /// size), and past one and a half times it, further files are left out
+    /// as over the budget ([`fit_budget`](Self::fit_budget) then makes the
     /// merged lists fit exactly, the largest files going out first).
-    fn read_all(
-        &self,
-        paths: &[Arc<str>],
-        stop: &AtomicBool,
-    ) -> (Vec<Read1>, Segment, Vec<ReaderScratch>) {
-        // One slot a file, made here at once: the readers fill them in
-        // place rather than each allocating its chunks' results, which
-        // left the allocator holding their memory after the build.
-        let mut reads: Vec<Read1> = (0..paths.len()).map(|_| Read1::unread()).collect();
-        let slots = Mutex::new(
-            paths
-                .chunks(BUILD_CHUNK)
-                .zip(reads.chunks_mut(BUILD_CHUNK))
-                .enumerate(),
-        );
-        let finished: Mutex<Vec<(Vec<Segment>, ReaderScratch)>> = Mutex::new(Vec::new());
-        let held = AtomicU64::new(0);
+    fn read_fed(&self, feed: &Feed, held: &AtomicU64, stop: &AtomicBool) -> Reader {
+        yield_to_the_tools();
         let budget = self.limits.memory_budget;
         // Small segments' lists take up to about 1.4 times what merged
         // ones do, and the other reader's are not merged yet when one
         // looks: files are left out only past half as much again, and
         // `fit_budget` then trims the merged lists to the budget.
         let leave_out_past = budget.saturating_add(budget / 2);
-        let workers = std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .clamp(1, 2);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    yield_to_the_tools();
-                    let mut scratch = ReaderScratch::new();
-                    let ReaderScratch {
-                        collector,
-                        batch,
-                        bytes,
-                        found,
-                    } = &mut scratch;
-                    let mut tiers = Tiers::default();
-                    // What was held after this reader last merged all it
-                    // holds: it does so again only once that grew by an
-                    // eighth of the budget, so a full index is not merged
-                    // over and over.
-                    let mut collapsed_at = 0u64;
-                    loop {
-                        let next = slots.lock().unwrap_or_else(PoisonError::into_inner).next();
-                        let Some((at, (chunk, reads))) = next else {
-                            break;
-                        };
-                        let now = held.load(Ordering::Relaxed);
-                        if now > budget && now > collapsed_at.saturating_add(budget / 8) {
-                            // Small segments' lists take more than merged
-                            // ones (a first id and a tag per list): merge
-                            // before leaving files out.
-                            tiers.settle(&held);
-                            collapsed_at = held.load(Ordering::Relaxed);
-                        }
-                        if batch.files() + chunk.len() > BATCH_FILES {
-                            tiers.push(batch.take_segment(), &held);
-                        }
-                        let first_id = at * BUILD_CHUNK;
-                        for (n, (path, read)) in chunk.iter().zip(reads.iter_mut()).enumerate() {
-                            if stop.load(Ordering::Relaxed) {
-                                break;
-                            }
-                            *read = self.read_file(path, bytes, |text| {
-                                let count = collector.collect_into(text, found);
-                                if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
-                                    return Err(AlwaysReason::OverBudget);
-                                }
-                                if count > 0 {
-                                    let id = u32::try_from(first_id + n).unwrap_or(u32::MAX);
-                                    batch.add(id, &found[..count]);
-                                }
-                                Ok((Vec::new(), count as u64))
-                            });
-                        }
-                        if batch.pairs() >= BATCH_PAIRS {
-                            tiers.push(batch.take_segment(), &held);
-                        }
-                    }
-                    if batch.pairs() > 0 {
-                        tiers.push(batch.take_segment(), &held);
-                    }
-                    finished
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push((
-                            tiers.segments.into_iter().map(|(_, s)| s).collect(),
-                            scratch,
-                        ));
-                });
+        let mut scratch = ReaderScratch::new();
+        let ReaderScratch {
+            collector,
+            batch,
+            bytes,
+            found,
+        } = &mut scratch;
+        let mut tiers = Tiers::default();
+        let mut folders = Folder::default();
+        let mut reads: Vec<(Arc<str>, Read1)> = Vec::new();
+        // What was held after this reader last merged all it holds: it
+        // does so again only once that grew by an eighth of the budget, so
+        // a full index is not merged over and over.
+        let mut collapsed_at = 0u64;
+        while let Some(chunk) = feed.next() {
+            if stop.load(Ordering::Relaxed) {
+                break;
             }
-        });
-        let (groups, scratch): (Vec<Vec<Segment>>, Vec<ReaderScratch>) = finished
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-            .into_iter()
-            .unzip();
-        (reads, merge_in_halves(&groups), scratch)
+            let now = held.load(Ordering::Relaxed);
+            if now > budget && now > collapsed_at.saturating_add(budget / 8) {
+                // Small segments' lists take more than merged ones (a first
+                // id and a tag per list): merge before leaving files out.
+                tiers.settle(held);
+                collapsed_at = held.load(Ordering::Relaxed);
+            }
+            if batch.files() + chunk.len() > BATCH_FILES {
+                tiers.push(batch.take_segment(), held);
+            }
+            for path in chunk {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let id = u32::try_from(reads.len()).unwrap_or(u32::MAX);
+                let opened = folders.open(&self.root_dir, &path);
+                let read = self.read_opened(opened, bytes, |text| {
+                    let count = collector.collect_into(text, found);
+                    if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
+                        return Err(AlwaysReason::OverBudget);
+                    }
+                    if count > 0 {
+                        batch.add(id, &found[..count]);
+                    }
+                    Ok((Vec::new(), count as u64))
+                });
+                reads.push((path, read));
+            }
+            if batch.pairs() >= BATCH_PAIRS {
+                tiers.push(batch.take_segment(), held);
+            }
+        }
+        if batch.pairs() > 0 {
+            tiers.push(batch.take_segment(), held);
+        }
+        Reader {
+            segments: tiers.segments.into_iter().map(|(_, s)| s).collect(),
+            reads,
+            scratch,
+        }
     }
 
     /// Leaves the largest indexed files out (always candidates) until the
@@ -694,11 +832,22 @@ impl State {
         bytes: &mut Vec<u8>,
         extract: impl FnOnce(&[u8]) -> Result<(Vec<Trigram>, u64), AlwaysReason>,
     ) -> Read1 {
+        self.read_opened(beneath::open_file(&self.root_dir, rel), bytes, extract)
+    }
+
+    /// [`read_file`](Self::read_file) of a file already opened (beneath
+    /// the root, as [`beneath::open_file`] does).
+    fn read_opened(
+        &self,
+        opened: std::io::Result<std::fs::File>,
+        bytes: &mut Vec<u8>,
+        extract: impl FnOnce(&[u8]) -> Result<(Vec<Trigram>, u64), AlwaysReason>,
+    ) -> Read1 {
         let unreadable = |stamp| Read1 {
             stamp,
             ..Read1::unread()
         };
-        let Ok(file) = beneath::open_file(&self.root_dir, rel) else {
+        let Ok(file) = opened else {
             return unreadable(None);
         };
         let Ok(meta) = file.metadata() else {
@@ -723,12 +872,8 @@ impl State {
         // never read here either.
         let mut file = file.take(self.limits.max_file_bytes + 1);
         bytes.clear();
-        bytes.reserve(usize::try_from(meta.len().min(self.limits.max_file_bytes)).unwrap_or(0) + 1);
-        if (&mut file)
-            .take(NUL_CHECK_BYTES as u64)
-            .read_to_end(bytes)
-            .is_err()
-        {
+        let expected = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+        if read_first_block(&mut file, bytes, expected).is_err() {
             return unreadable(stamp);
         }
         if has_byte_order_mark(bytes) {
@@ -748,8 +893,13 @@ impl State {
                 // Less than the first block means the read above met the
                 // end of the file: reading on would only meet it again (a
                 // write since the stamp was taken has its own event).
-                if checked == NUL_CHECK_BYTES && file.read_to_end(bytes).is_err() {
-                    return unreadable(stamp);
+                if checked == NUL_CHECK_BYTES {
+                    let size = expected
+                        .min(usize::try_from(self.limits.max_file_bytes).unwrap_or(usize::MAX));
+                    bytes.reserve(size.saturating_add(1).saturating_sub(checked));
+                    if file.read_to_end(bytes).is_err() {
+                        return unreadable(stamp);
+                    }
                 }
                 if bytes.len() as u64 > self.limits.max_file_bytes {
                     return Read1 {
@@ -885,7 +1035,8 @@ impl State {
     }
 
     /// Walks the subtree at `start` (root-relative; its parent's rules are
-    /// `parent_rules`), watching each directory before listing it.
+    /// `parent_rules`), watching each directory before listing it; with a
+    /// `feed`, each directory's files go to it as soon as it is listed.
     ///
     /// Every directory is opened beneath its parent's descriptor without
     /// following a symlink, and listed (and its rule files read) from that
@@ -902,6 +1053,7 @@ impl State {
         parent_rules: Option<Arc<RuleLevel>>,
         watch: &mut dyn Watch,
         stop: &AtomicBool,
+        feed: Option<&Feed>,
     ) -> Result<Listing, WatchFailure> {
         let mut listing = Listing::default();
         let first = match beneath::open_dir(&self.root_dir, start) {
@@ -1003,6 +1155,9 @@ impl State {
                         listing.files.push(Arc::from(rel));
                     }
                 }
+            }
+            if let Some(feed) = feed {
+                feed.push(std::mem::take(&mut listing.files));
             }
         }
         Ok(listing)
@@ -1190,7 +1345,7 @@ impl State {
             self.global = global_rules(self.global_bytes.as_deref());
         }
         let stop = Arc::clone(&self.stop);
-        let listing = self.walk(dir, parent_rules, watch, &stop)?;
+        let listing = self.walk(dir, parent_rules, watch, &stop, None)?;
         let found_dirs: BTreeSet<&str> = listing.dirs.iter().map(|(d, _, _)| d.as_str()).collect();
         let gone_dirs: Vec<String> = self
             .dirs_within(dir)
@@ -1246,7 +1401,7 @@ impl State {
         watch: &mut dyn Watch,
     ) -> Result<(), WatchFailure> {
         let stop = Arc::clone(&self.stop);
-        let listing = self.walk(dir, parent_rules, watch, &stop)?;
+        let listing = self.walk(dir, parent_rules, watch, &stop, None)?;
         self.adopt_listing_dirs(&listing);
         for rel in &listing.files {
             self.index_one(rel);
@@ -1814,6 +1969,51 @@ impl Tiers {
     }
 }
 
+/// Reads the first [`NUL_CHECK_BYTES`] of a file, or all of it when it is
+/// shorter, into `bytes` (empty). A read that comes back short once the
+/// `expected` bytes (its size when its stamp was taken) are held is taken
+/// as the end: a file of source is then read by one call, not a second
+/// one that returns nothing. A file that grew since has its own event
+/// (its directory was watched before it was listed), which reads it again.
+fn read_first_block(
+    file: &mut impl Read,
+    bytes: &mut Vec<u8>,
+    expected: usize,
+) -> std::io::Result<()> {
+    loop {
+        let held = bytes.len();
+        if held >= NUL_CHECK_BYTES {
+            return Ok(());
+        }
+        // Room for one byte past the expected size: a full read says the
+        // file grew.
+        let goal = if held <= expected {
+            expected.saturating_add(1).min(NUL_CHECK_BYTES)
+        } else {
+            NUL_CHECK_BYTES
+        };
+        bytes.resize(goal, 0);
+        let got = loop {
+            match file.read(&mut bytes[held..]) {
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match got {
+            Ok(n) => {
+                bytes.truncate(held + n);
+                if n == 0 || (held + n < goal && held + n >= expected) {
+                    return Ok(());
+                }
+            }
+            Err(err) => {
+                bytes.truncate(held);
+                return Err(err);
+            }
+        }
+    }
+}
+
 /// UTF-8, UTF-16LE or UTF-16BE byte-order mark: the searcher decodes such a
 /// file before matching, so its raw bytes say nothing reliable.
 fn has_byte_order_mark(bytes: &[u8]) -> bool {
@@ -2175,6 +2375,185 @@ mod tests {
             // Only the files sharing every trigram (one in a hundred at most).
             assert!(found.len() <= 100, "{n}: {}", found.len());
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_build_fed_by_the_walk_indexes_every_file_of_every_directory() -> std::io::Result<()> {
+        // Nested directories of a few files each, files and directories
+        // side by side: the walk hands each directory's files over as it
+        // lists it, and both readers take them.
+        let dir = tempfile::tempdir()?;
+        let mut all = Vec::new();
+        for top in 0..12 {
+            for sub in 0..6 {
+                let folder = if sub == 0 {
+                    format!("t{top:02}")
+                } else {
+                    format!("t{top:02}/s{sub}")
+                };
+                std::fs::create_dir_all(dir.path().join(&folder))?;
+                for n in 0..(top * 7 + sub * 3) % 40 {
+                    let rel = format!("{folder}/f{n:02}.txt");
+                    let word = format!("w{top:02}x{sub}x{n:02}");
+                    std::fs::write(dir.path().join(&rel), format!("{word} common\n"))?;
+                    all.push((rel, word));
+                }
+            }
+        }
+        let state = built(dir.path(), any_limits());
+        let stats = state.stats();
+        assert_eq!(stats.indexed_files, all.len() as u64);
+        let mut every: Vec<String> = all.iter().map(|(rel, _)| rel.clone()).collect();
+        every.sort_unstable();
+        assert_eq!(state.candidates(&query("common"), ""), every);
+        for (rel, word) in &all {
+            // Every file is found by its own word (a file numbered wrongly
+            // would be found by another's); a few others may share the
+            // trigrams the query stops at.
+            let found = state.candidates(&query(word), "");
+            assert!(found.contains(rel), "{word}: {found:?}");
+            assert!(found.len() <= 16, "{word}: {found:?}");
+        }
+        Ok(())
+    }
+
+    /// Fails to watch once it has watched `left` directories.
+    struct WatchLimit {
+        left: usize,
+    }
+
+    impl Watch for WatchLimit {
+        fn watch(&mut self, _dir: &Path) -> Result<(), WatchFailure> {
+            if self.left == 0 {
+                return Err(WatchFailure::Limit);
+            }
+            self.left -= 1;
+            Ok(())
+        }
+        fn unwatch(&mut self, _dir: &Path) {}
+    }
+
+    #[test]
+    fn a_walk_that_fails_midway_ends_the_build_and_its_readers() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        for d in 0..20 {
+            std::fs::create_dir_all(dir.path().join(format!("d{d:02}")))?;
+            for n in 0..30 {
+                std::fs::write(dir.path().join(format!("d{d:02}/f{n:02}")), "text\n")?;
+            }
+        }
+        let built = State::build(
+            dir.path().to_path_buf(),
+            any_limits(),
+            None,
+            &mut WatchLimit { left: 5 },
+            Arc::new(AtomicBool::new(false)),
+        );
+        assert!(matches!(built, Err(WatchFailure::Limit)));
+        Ok(())
+    }
+
+    #[test]
+    fn the_feed_hands_out_chunks_in_order_until_closed_or_abandoned() {
+        let feed = Feed::default();
+        let paths: Vec<Arc<str>> = (0..BUILD_CHUNK * 2 + 3)
+            .map(|n| Arc::from(format!("d/f{n}")))
+            .collect();
+        feed.push(paths.clone());
+        feed.push(Vec::new());
+        feed.close();
+        let mut taken = Vec::new();
+        while let Some(chunk) = feed.next() {
+            assert!(!chunk.is_empty() && chunk.len() <= BUILD_CHUNK);
+            taken.extend(chunk);
+        }
+        assert_eq!(taken, paths);
+        // Abandoned, nothing more is handed out, even what was queued; a
+        // reader waiting for more is woken.
+        let feed = Feed::default();
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| feed.next());
+            feed.push(vec![Arc::from("x")]);
+            feed.abandon();
+            let got = waiting
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+            // The waiting reader may have taken the chunk before the feed
+            // was abandoned; after, nothing comes out.
+            assert!(got.is_none_or(|chunk| chunk.len() == 1));
+        });
+        assert!(feed.next().is_none());
+    }
+
+    /// Hands out what it holds a few bytes at a time.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        calls: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_first_block_is_read_whole_by_one_call_when_its_size_is_known() -> std::io::Result<()> {
+        let text: Vec<u8> = (0..NUL_CHECK_BYTES * 2)
+            .map(|n| b'a' + (n % 26) as u8)
+            .collect();
+        let mut bytes = Vec::new();
+        // The size the stamp saw: one call, no read that returns nothing.
+        let mut file = Trickle {
+            data: &text[..100],
+            step: usize::MAX,
+            calls: 0,
+        };
+        read_first_block(&mut file, &mut bytes, 100)?;
+        assert_eq!((bytes.as_slice(), file.calls), (&text[..100], 1));
+        // Short reads before the expected size are read on.
+        bytes.clear();
+        let mut file = Trickle {
+            data: &text[..100],
+            step: 7,
+            calls: 0,
+        };
+        read_first_block(&mut file, &mut bytes, 100)?;
+        assert_eq!(bytes, &text[..100]);
+        // A file that grew past what its stamp saw is read on to the block.
+        bytes.clear();
+        let mut file = Trickle {
+            data: &text,
+            step: usize::MAX,
+            calls: 0,
+        };
+        read_first_block(&mut file, &mut bytes, 100)?;
+        assert_eq!(bytes, &text[..NUL_CHECK_BYTES]);
+        // One that shrank ends where it ends.
+        bytes.clear();
+        let mut file = Trickle {
+            data: &text[..10],
+            step: usize::MAX,
+            calls: 0,
+        };
+        read_first_block(&mut file, &mut bytes, 100)?;
+        assert_eq!(bytes, &text[..10]);
+        // An error leaves nothing half read.
+        struct Fails;
+        impl Read for Fails {
+            fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("broken"))
+            }
+        }
+        bytes.clear();
+        assert!(read_first_block(&mut Fails, &mut bytes, 100).is_err());
+        assert!(bytes.is_empty());
         Ok(())
     }
 }

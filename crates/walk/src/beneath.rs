@@ -104,6 +104,18 @@ pub fn open_file(base: impl AsFd, rel: &str) -> io::Result<File> {
     )?))
 }
 
+/// The file `name` (one component) of `dir`, opened as
+/// [`open_file`] opens one: a reader of many files of one directory opens
+/// the directory once and each file from it, rather than resolving every
+/// component of each file's path again.
+pub fn open_file_in(dir: impl AsFd, name: &OsStr) -> io::Result<File> {
+    Ok(File::from(open_component(
+        dir.as_fd(),
+        name,
+        OFlags::NONBLOCK | OFlags::NOCTTY,
+    )?))
+}
+
 /// What `rel` beneath `base` is, without following a symlink (a symlink
 /// is reported as one).
 pub fn metadata(base: impl AsFd, rel: &str) -> io::Result<std::fs::Metadata> {
@@ -134,6 +146,16 @@ mod tests {
         assert!(metadata(&base, "link/secret").is_err());
         assert!(metadata(&base, "d")?.is_dir());
         assert!(open_file(&base, "../outside/secret").is_err());
+        let d = open_dir(&base, "d")?;
+        assert!(open_file_in(&d, OsStr::new("f")).is_ok());
+        let top = open_dir(&base, "")?;
+        // One component only, never a symlink, never a way out.
+        assert!(open_file_in(&top, OsStr::new("inner")).is_err());
+        assert!(open_file_in(&top, OsStr::new("link")).is_err());
+        assert!(open_file_in(&top, OsStr::new("d/f")).is_err());
+        assert!(open_file_in(&d, OsStr::new("..")).is_err());
+        assert!(open_file_in(&d, OsStr::new("")).is_err());
+        assert!(open_file_in(&d, OsStr::new("missing")).is_err());
         let by_parts = open_by_components(base.as_fd(), "link/secret", OFlags::RDONLY);
         assert!(by_parts.is_err());
         assert!(open_by_components(base.as_fd(), "d/f", OFlags::RDONLY).is_ok());
