@@ -48,39 +48,23 @@ pub fn number_width(last_line_number: usize) -> usize {
 
 /// Appends one line of the view to `out`: `number` right-aligned in
 /// `width` columns, a tab, `line` as given, a newline. Every numbered line
-/// is written here. By hand rather than with `{:>width$}`: a read shows up
-/// to thousands of lines, and the formatting machinery cost several times
-/// the copy of the line itself.
+/// is written here, as a few copies of whole strings (the padding from a
+/// constant, the digits from `itoa`): a read shows up to thousands of
+/// lines, and `{:>width$}`, or pushing the prefix a character at a time,
+/// cost several times the copy of the line itself.
 pub fn push_numbered_line(out: &mut String, number: usize, width: usize, line: &str) {
-    // The digits, right-aligned before the tab, then as many spaces as
-    // the column still wants in front of them, written from the end.
-    let mut prefix = [b' '; 32];
-    let mut start = prefix.len() - 1;
-    prefix[start] = b'\t';
-    let mut rest = number;
-    loop {
-        start -= 1;
-        prefix[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
+    const SPACES: &str = "                                ";
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(number);
+    let mut pad = width.saturating_sub(digits.len());
+    out.reserve(pad + digits.len() + line.len() + 2);
+    while pad > 0 {
+        let now = pad.min(SPACES.len());
+        out.push_str(&SPACES[..now]);
+        pad -= now;
     }
-    let digits = prefix.len() - 1 - start;
-    // Spaces from the buffer when they fit (a column is at most 20 wide
-    // for any line number), one by one beyond it.
-    let pad = width.saturating_sub(digits);
-    let from_buffer = pad.min(start);
-    out.reserve(pad + digits + line.len() + 2);
-    for _ in from_buffer..pad {
-        out.push(' ');
-    }
-    // Spaces, digits and a tab: ASCII, one char a byte.
-    out.extend(
-        prefix[start - from_buffer..]
-            .iter()
-            .map(|&byte| char::from(byte)),
-    );
+    out.push_str(digits);
+    out.push('\t');
     out.push_str(line);
     out.push('\n');
 }
