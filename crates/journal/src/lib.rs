@@ -15,7 +15,9 @@
 //! - `calls/<id>.json`: one record per call that changed something: the
 //!   call's id, time, tool, surface and principal, and per file the path,
 //!   the operation and the content hash and mode before and after
-//!   ([`CallRecord`]).
+//!   ([`CallRecord`]). The file is the call's pending log, renamed, whose
+//!   last line holds the whole record; a background pass may rewrite it as
+//!   the record alone.
 //! - `pending/<id>.json`: the write-ahead record of a call in flight, a
 //!   log of one JSON line per announcement. Each change is appended to it,
 //!   and it is flushed to disk (with the contents it names, in the same
@@ -1007,21 +1009,37 @@ impl Journal {
     }
 
     /// Moves a call from `pending/` to `calls/` (or drops it when it holds
-    /// no change).
+    /// no change): its whole record is appended to its log as a last line
+    /// ([`Filed`]) and the log renamed into `calls/`. No new file is made:
+    /// making one right after the write path's folder flush waited about
+    /// half a millisecond for the disk, most of what the journal added to
+    /// a small call. A call without a log (nothing was announced) gets a
+    /// record file of its own.
     fn finish(&self, record: &CallRecord) -> Result<()> {
         let pending = self.record_path("pending", record.id);
-        if !record.changes.is_empty() || !record.notes.is_empty() {
-            let path = self.record_path("calls", record.id);
-            let data = serde_json::to_vec(record).map_err(|err| JournalError::Corrupt {
-                path: path.clone(),
-                message: err.to_string(),
-            })?;
-            write_replace(&path, &data, false)?;
+        if record.changes.is_empty() && record.notes.is_empty() {
+            return match fs::remove_file(&pending) {
+                Ok(()) => Ok(()),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+                Err(err) => Err(io_err("removing", &pending)(err)),
+            };
         }
-        match fs::remove_file(&pending) {
-            Ok(()) => Ok(()),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(err) => Err(io_err("removing", &pending)(err)),
+        let path = self.record_path("calls", record.id);
+        match OpenOptions::new().append(true).open(&pending) {
+            Ok(mut log) => {
+                // On a line of its own even after a line a crash tore
+                // (recovery files such logs too): the blank line between
+                // is skipped by every reader.
+                let mut line = vec![b'\n'];
+                line.extend(to_json(&FiledRef { filed: record }, &path)?);
+                line.push(b'\n');
+                log.write_all(&line).map_err(io_err("writing", &pending))?;
+                fs::rename(&pending, &path).map_err(io_err("writing", &path))
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                write_replace(&path, &to_json(record, &path)?, false)
+            }
+            Err(err) => Err(io_err("writing", &pending)(err)),
         }
     }
 
@@ -1783,12 +1801,47 @@ fn referenced<'a>(records: impl Iterator<Item = &'a CallRecord>) -> HashSet<Stri
     set
 }
 
+/// A call's record as the last line of its log, once the call has ended
+/// ([`Journal::finish`]): the whole record, in place of the batches before
+/// it. Its own shape (one field), so no batch line reads as one.
+#[derive(Deserialize)]
+struct Filed {
+    filed: CallRecord,
+}
+
+/// [`Filed`] as it is written.
+#[derive(Serialize)]
+struct FiledRef<'a> {
+    filed: &'a CallRecord,
+}
+
+/// `value` as JSON; a failure (which the journal's own types never cause)
+/// names the file it was meant for.
+fn to_json<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|err| JournalError::Corrupt {
+        path: path.to_path_buf(),
+        message: err.to_string(),
+    })
+}
+
+/// The record in `calls/`: a record alone (written whole, or sealed), or a
+/// call's log ending with its [`Filed`] record.
 fn read_record(path: &Path) -> Result<Option<CallRecord>> {
     let data = match fs::read(path) {
         Ok(data) => data,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_err("reading", path)(err)),
     };
+    let body = data.strip_suffix(b"\n").unwrap_or(&data);
+    let last = match body.iter().rposition(|&byte| byte == b'\n') {
+        Some(at) => &body[at + 1..],
+        None => body,
+    };
+    if let Ok(Filed { filed }) = serde_json::from_slice::<Filed>(last) {
+        return Ok(Some(filed));
+    }
+    // Not a filed log: the whole file is one record (a log whose last
+    // line was torn is no record, and is reported as such).
     serde_json::from_slice(&data)
         .map(Some)
         .map_err(|err| JournalError::Corrupt {
@@ -1813,6 +1866,11 @@ fn read_pending(path: &Path) -> Result<Option<CallRecord>> {
     };
     let mut merged: Option<CallRecord> = None;
     for line in data.split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+        // Filed, but not yet renamed into `calls/`: the whole record.
+        if let Ok(Filed { filed }) = serde_json::from_slice::<Filed>(line) {
+            merged = Some(filed);
+            continue;
+        }
         let Ok(batch) = serde_json::from_slice::<CallRecord>(line) else {
             break;
         };

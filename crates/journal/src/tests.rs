@@ -726,3 +726,89 @@ fn a_damaged_id_counter_yields_to_the_records_and_is_rewritten_whole() {
     );
     assert_eq!(journal.next_id().unwrap(), first + 2);
 }
+
+/// A call is filed by appending its whole record to its log and renaming
+/// the log into `calls/`: the record read back is the call's, with every
+/// change once, though the log's batches are still in the file.
+#[test]
+fn a_filed_call_is_its_log_ending_with_the_whole_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let (first, second) = (dir.path().join("first.txt"), dir.path().join("second.txt"));
+    let scope = journal.begin("apply_patch", "default", "local");
+    let recorder = current().unwrap();
+    for path in [&first, &second] {
+        let after = Image::stored(recorder.store(b"new\n").unwrap(), 0o644, 4);
+        let token = recorder
+            .intent(Change::new(path, Op::Create, None, Some(after)))
+            .unwrap();
+        fs::write(path, "new\n").unwrap();
+        recorder.done(token);
+    }
+    let id = scope.finish().unwrap().unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+    let file = fs::read_to_string(journal.record_path("calls", id)).unwrap();
+    assert_eq!(
+        file.lines().filter(|line| !line.is_empty()).count(),
+        3,
+        "{file}"
+    );
+    let record = journal.call(id).unwrap().unwrap();
+    let changes: Vec<(&Path, ChangeState)> = record
+        .changes
+        .iter()
+        .map(|c| (c.change.path.as_path(), c.state))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            (first.as_path(), ChangeState::Done),
+            (second.as_path(), ChangeState::Done)
+        ]
+    );
+}
+
+/// A crash between filing a call's record in its log and the rename
+/// leaves the log in `pending/` ending with the whole record: the next
+/// open files that record, its changes once each.
+#[test]
+fn a_log_filed_but_not_renamed_is_filed_once_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.txt");
+    let (id, record) = {
+        let journal = Journal::open(settings(dir.path())).unwrap();
+        let id = record_write(&journal, "write_file", &path, Some(b"one\n"));
+        let record = journal.call(id).unwrap().unwrap();
+        fs::rename(
+            journal.record_path("calls", id),
+            journal.record_path("pending", id),
+        )
+        .unwrap();
+        (id, record)
+    };
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    assert!(journal.ids("pending").unwrap().is_empty());
+    assert_eq!(journal.call(id).unwrap().unwrap(), record);
+    assert_eq!(journal.calls().unwrap().len(), 1);
+}
+
+/// A filed log whose last line a crash tore is reported, not read as the
+/// batches before it.
+#[test]
+fn a_filed_log_torn_in_its_last_line_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    let id = record_write(
+        &journal,
+        "write_file",
+        &dir.path().join("a.txt"),
+        Some(b"x\n"),
+    );
+    let path = journal.record_path("calls", id);
+    let file = fs::read(&path).unwrap();
+    fs::write(&path, &file[..file.len() - 10]).unwrap();
+    assert!(matches!(
+        journal.call(id),
+        Err(JournalError::Corrupt { .. })
+    ));
+}
