@@ -406,6 +406,10 @@ pub struct Journal {
     baseline: Mutex<(u64, u64)>,
     /// Whether a compaction pass is running.
     compacting: Arc<AtomicBool>,
+    /// When the journal was opened: the clock of `last_filed`.
+    opened: std::time::Instant,
+    /// When the last call was filed, in nanoseconds after `opened`.
+    last_filed: AtomicU64,
     /// Contents stored raw since the last compaction pass began.
     raw_since_compact: AtomicU64,
     /// Those contents' files, for the background pass to compress without
@@ -562,6 +566,8 @@ impl Journal {
             stored_since_prune: AtomicU64::new(0),
             baseline: Mutex::new((0, 0)),
             compacting: Arc::new(AtomicBool::new(false)),
+            opened: std::time::Instant::now(),
+            last_filed: AtomicU64::new(0),
             raw_since_compact: AtomicU64::new(1),
             raw: Mutex::new(Vec::new()),
             full_pass_due: AtomicBool::new(true),
@@ -1573,8 +1579,38 @@ impl Journal {
         Ok(hash)
     }
 
+    /// Waits, on the background pass's thread, until no call has been
+    /// filed for [`COMPACT_AFTER_PAUSE`] (at most [`COMPACT_DEFER_AT_MOST`]):
+    /// the pass's flushes would otherwise share the disk with the next
+    /// calls' (a file made while another's flush is under way waits for
+    /// it). False when the thread holds the last handle of the journal:
+    /// nobody uses it any more, and the next journal opened on the
+    /// directory takes up what was left (its prune finds the calls to seal;
+    /// its first pass lists every raw content).
+    fn wait_for_a_pause(self: &Arc<Self>) -> bool {
+        let waiting = std::time::Instant::now();
+        loop {
+            if Arc::strong_count(self) == 1 {
+                return false;
+            }
+            let quiet = self.since_last_filed();
+            if quiet >= COMPACT_AFTER_PAUSE || waiting.elapsed() >= COMPACT_DEFER_AT_MOST {
+                return true;
+            }
+            std::thread::sleep(COMPACT_AFTER_PAUSE - quiet);
+        }
+    }
+
+    /// How long ago the last call was filed by this journal.
+    fn since_last_filed(&self) -> Duration {
+        let filed = Duration::from_nanos(self.last_filed.load(Ordering::Relaxed));
+        self.opened.elapsed().saturating_sub(filed)
+    }
+
     /// Starts a compaction pass on a thread of its own unless one runs.
     fn compact_in_background(self: &Arc<Self>) {
+        let now = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_filed.store(now, Ordering::Relaxed);
         // Nothing new to compress or seal: no pass (each lists every
         // content).
         let to_seal = !self
@@ -1598,6 +1634,10 @@ impl Journal {
                 // Linux the niceness is the thread's.) A failure leaves
                 // the priority as it was: only speed depends on it.
                 let _ = rustix::process::setpriority_process(None, 19);
+                if !journal.wait_for_a_pause() {
+                    journal.compacting.store(false, Ordering::Release);
+                    return;
+                }
                 if let Err(err) = journal.compact_recent() {
                     tracing::warn!(%err, "journal compaction failed");
                 }
@@ -1730,6 +1770,13 @@ fn linked_keys(record: &CallRecord) -> Vec<String> {
 /// Most raw contents a process notes for its background pass; past it
 /// the pass lists every content instead.
 const MAX_RAW_TRACKED: usize = 100_000;
+
+/// How long the calls must pause before the background pass runs.
+const COMPACT_AFTER_PAUSE: Duration = Duration::from_millis(250);
+
+/// The longest the background pass waits for a pause: calls that never
+/// pause do not keep their contents uncompressed.
+const COMPACT_DEFER_AT_MOST: Duration = Duration::from_secs(10);
 
 /// Most threads one round of flushes uses: each mostly waits for the
 /// disk, and the filesystem folds flushes made at once into one commit.

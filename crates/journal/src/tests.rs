@@ -812,3 +812,44 @@ fn a_filed_log_torn_in_its_last_line_is_reported() {
         Err(JournalError::Corrupt { .. })
     ));
 }
+
+/// The background pass waits for the calls to pause, then compresses what
+/// they stored; a pass whose journal is dropped meanwhile gives up, and the
+/// next journal opened on the directory does the work.
+#[test]
+fn the_background_pass_runs_in_a_pause_and_leaves_a_dropped_journal_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "a line that compresses well\n".repeat(100);
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    record_write(
+        &journal,
+        "write_file",
+        &dir.path().join("a.txt"),
+        Some(body.as_bytes()),
+    );
+    let packed = journal
+        .object_path(&hash(body.as_bytes()))
+        .with_extension("zst");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !packed.exists() {
+        assert!(std::time::Instant::now() < deadline, "never compacted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let other = "another line that compresses well\n".repeat(100);
+    record_write(
+        &journal,
+        "write_file",
+        &dir.path().join("b.txt"),
+        Some(other.as_bytes()),
+    );
+    let packed = journal
+        .object_path(&hash(other.as_bytes()))
+        .with_extension("zst");
+    drop(journal);
+    std::thread::sleep(COMPACT_AFTER_PAUSE * 3);
+    assert!(!packed.exists(), "a dropped journal's pass gave up");
+    let journal = Journal::open(settings(dir.path())).unwrap();
+    journal.compact_recent().unwrap();
+    assert!(packed.exists());
+}
