@@ -778,7 +778,7 @@ const MAX_SYNC_THREADS: usize = 16;
 /// `sync_file_range` flushes neither the inode nor the device's cache, so
 /// it makes nothing durable. The home of this rule for every write of the
 /// tools, patches included. The calling thread flushes too; the others
-/// come from [`SyncPool`].
+/// are threads kept between rounds.
 pub fn sync_all_parallel(files: &[&std::fs::File]) -> Result<(), (usize, io::Error)> {
     if files.len() <= 1 {
         return files
