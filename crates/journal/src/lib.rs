@@ -961,10 +961,7 @@ impl Journal {
             changes: record.changes[log.logged.min(record.changes.len())..].to_vec(),
             ..record.clone()
         };
-        let mut line = serde_json::to_vec(&batch).map_err(|err| JournalError::Corrupt {
-            path: path.clone(),
-            message: err.to_string(),
-        })?;
+        let mut line = to_json(&batch, &path)?;
         line.push(b'\n');
         let full = self.settings.durability == Durability::Full;
         let created = log.file.is_none();
@@ -1252,10 +1249,7 @@ impl Journal {
             .dir
             .join("pins")
             .join(format!("{}.json", std::process::id()));
-        let data = serde_json::to_vec(hashes).map_err(|err| JournalError::Corrupt {
-            path: path.clone(),
-            message: err.to_string(),
-        })?;
+        let data = to_json(hashes, &path)?;
         let _lock = self.lock()?;
         write_replace(&path, &data, self.settings.durability == Durability::Full)
     }
@@ -1461,10 +1455,7 @@ impl Journal {
                 continue;
             }
             let temp = temp_beside(&path);
-            let data = serde_json::to_vec(&sealed).map_err(|err| JournalError::Corrupt {
-                path: path.clone(),
-                message: err.to_string(),
-            })?;
+            let data = to_json(&sealed, &path)?;
             fs::write(&temp, &data).map_err(io_err("writing", &temp))?;
             to_flush.push(temp.clone());
             sealing.push(Sealing {
@@ -1516,10 +1507,7 @@ impl Journal {
                 if now == item.read {
                     fs::rename(&item.temp, &item.path).map_err(io_err("writing", &item.path))?;
                 } else if apply_seal(&mut now, &item.outcome) {
-                    let data = serde_json::to_vec(&now).map_err(|err| JournalError::Corrupt {
-                        path: item.path.clone(),
-                        message: err.to_string(),
-                    })?;
+                    let data = to_json(&now, &item.path)?;
                     write_replace(&item.path, &data, full)?;
                 }
                 sealed += 1;
@@ -1864,7 +1852,7 @@ struct FiledRef<'a> {
 
 /// `value` as JSON; a failure (which the journal's own types never cause)
 /// names the file it was meant for.
-fn to_json<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
+fn to_json<T: Serialize + ?Sized>(value: &T, path: &Path) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|err| JournalError::Corrupt {
         path: path.to_path_buf(),
         message: err.to_string(),

@@ -27,6 +27,15 @@ fn record_write(journal: &Arc<Journal>, tool: &str, path: &Path, after: Option<&
     scope.finish().unwrap().unwrap()
 }
 
+/// Each change of `record`: its path and its state.
+fn change_states(record: &CallRecord) -> Vec<(PathBuf, ChangeState)> {
+    record
+        .changes
+        .iter()
+        .map(|c| (c.change.path.clone(), c.state))
+        .collect()
+}
+
 #[test]
 fn a_call_is_recorded_with_its_contents() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,11 +129,7 @@ fn an_interrupted_call_is_resolved_against_the_disk_at_the_next_open() {
     assert!(journal.ids("pending").unwrap().is_empty());
     let calls = journal.calls().unwrap();
     assert_eq!(calls.len(), 1);
-    let states: Vec<(PathBuf, ChangeState)> = calls[0]
-        .changes
-        .iter()
-        .map(|c| (c.change.path.clone(), c.state))
-        .collect();
+    let states = change_states(&calls[0]);
     assert_eq!(
         states,
         vec![(made, ChangeState::Done), (other, ChangeState::Unknown)]
@@ -581,11 +586,7 @@ fn a_pending_log_torn_by_a_crash_keeps_the_batches_before_the_tear() {
     assert!(journal.ids("pending").unwrap().is_empty());
     let calls = journal.calls().unwrap();
     assert_eq!(calls.len(), 1);
-    let states: Vec<(PathBuf, ChangeState)> = calls[0]
-        .changes
-        .iter()
-        .map(|c| (c.change.path.clone(), c.state))
-        .collect();
+    let states = change_states(&calls[0]);
     assert_eq!(
         states,
         vec![(first, ChangeState::Done), (second, ChangeState::Done)]
@@ -754,17 +755,9 @@ fn a_filed_call_is_its_log_ending_with_the_whole_record() {
         "{file}"
     );
     let record = journal.call(id).unwrap().unwrap();
-    let changes: Vec<(&Path, ChangeState)> = record
-        .changes
-        .iter()
-        .map(|c| (c.change.path.as_path(), c.state))
-        .collect();
     assert_eq!(
-        changes,
-        vec![
-            (first.as_path(), ChangeState::Done),
-            (second.as_path(), ChangeState::Done)
-        ]
+        change_states(&record),
+        vec![(first, ChangeState::Done), (second, ChangeState::Done)]
     );
 }
 
