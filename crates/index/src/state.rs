@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use ignore::gitignore::Gitignore;
 
@@ -91,26 +91,51 @@ enum Content {
 }
 
 /// What is compared to tell whether a file changed without an event.
+///
+/// Kept in 40 bytes (it is most of a file's record, a million of them in
+/// a large tree): both times as nanoseconds since the epoch, which holds
+/// every time from 1678 to 2262 exactly, and the link count in 32 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     size: u64,
-    modified: SystemTime,
+    /// The modification time, in nanoseconds since the epoch.
+    modified_ns: i64,
     inode: u64,
-    ctime: (i64, i64),
-    /// Names the file has (`st_nlink`). A file with more than one may be
-    /// written through a name outside the watched directories, which
-    /// gives no event here.
-    links: u64,
+    /// The status change time, in nanoseconds since the epoch.
+    ctime_ns: i64,
+    /// Names the file has (`st_nlink`, at most `u32::MAX`). A file with
+    /// more than one may be written through a name outside the watched
+    /// directories, which gives no event here.
+    links: u32,
 }
 
 impl Stamp {
+    /// A stamp of nothing (a file that could not be looked at).
+    const NONE: Stamp = Stamp {
+        size: 0,
+        modified_ns: 0,
+        inode: 0,
+        ctime_ns: 0,
+        links: 0,
+    };
+
     fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             size: meta.len(),
-            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            modified_ns: nanos(meta.mtime(), meta.mtime_nsec()),
             inode: meta.ino(),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            links: meta.nlink(),
+            ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
+            links: u32::try_from(meta.nlink()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The modification time.
+    fn modified(&self) -> SystemTime {
+        let since = Duration::from_nanos(self.modified_ns.unsigned_abs());
+        if self.modified_ns >= 0 {
+            SystemTime::UNIX_EPOCH + since
+        } else {
+            SystemTime::UNIX_EPOCH - since
         }
     }
 
@@ -118,6 +143,12 @@ impl Stamp {
     fn is_linked(&self) -> bool {
         self.links > 1
     }
+}
+
+/// Seconds and nanoseconds since the epoch as nanoseconds (saturating
+/// past the years 1678 and 2262).
+fn nanos(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
 
 /// The most hard-linked files whose stamp a query checks before it is
@@ -259,7 +290,11 @@ pub enum WatchFailure {
 #[derive(Default)]
 struct PathIds {
     table: hashbrown::HashTable<u32>,
-    hasher: std::hash::RandomState,
+    /// foldhash rather than the standard SipHash: building a million-file
+    /// table hashed every path once, and again at each growth, and SipHash
+    /// made that a second of the build's last, single-threaded step. Its
+    /// seed still differs from process to process.
+    hasher: foldhash::fast::RandomState,
 }
 
 impl PathIds {
@@ -294,6 +329,17 @@ impl PathIds {
                 None
             }
         }
+    }
+
+    /// Makes room for `additional` more paths at once, so a build's table
+    /// is not rehashed as it grows.
+    fn reserve(&mut self, files: &[FileRecord], additional: usize) {
+        let hasher = &self.hasher;
+        self.table.reserve(additional, |id| {
+            files
+                .get(*id as usize)
+                .map_or(0, |record| hasher.hash_one(&*record.path))
+        });
     }
 
     fn remove(&mut self, files: &[FileRecord], rel: &str) -> Option<u32> {
@@ -668,6 +714,9 @@ impl State {
                 let group = vec![group];
                 (merge_in_halves(&group), group)
             });
+            let total = reads.iter().map(Vec::len).sum();
+            state.files.reserve(total);
+            state.by_path.reserve(&state.files, total);
             for (path, read) in reads.iter().flatten() {
                 state.push_shared(Arc::clone(path), read);
             }
@@ -959,13 +1008,7 @@ impl State {
         self.live_postings += postings;
         self.files.push(FileRecord {
             path: Arc::clone(&path),
-            stamp: read.stamp.unwrap_or(Stamp {
-                size: 0,
-                modified: SystemTime::UNIX_EPOCH,
-                inode: 0,
-                ctime: (0, 0),
-                links: 0,
-            }),
+            stamp: read.stamp.unwrap_or(Stamp::NONE),
             content,
             text_bytes: if content == Content::Indexed {
                 read.text_bytes
@@ -1565,7 +1608,7 @@ impl State {
             .filter(|r| r.is_listed() && is_within(&r.path, under) && keep(&r.path))
             .map(|r| ListedFile {
                 path: r.path.to_string(),
-                modified: r.stamp.modified,
+                modified: r.stamp.modified(),
                 size: r.stamp.size,
             })
             .collect()
@@ -1599,7 +1642,7 @@ impl State {
             .filter(|r| r.is_listed() && is_within(&r.path, under))
             .map(|r| ListedFile {
                 path: r.path.to_string(),
-                modified: r.stamp.modified,
+                modified: r.stamp.modified(),
                 size: r.stamp.size,
             })
             .collect();
@@ -1792,7 +1835,7 @@ impl FileRecord {
     fn listed(&self) -> ListedFile {
         ListedFile {
             path: self.path.to_string(),
-            modified: self.stamp.modified,
+            modified: self.stamp.modified(),
             size: self.stamp.size,
         }
     }
@@ -2045,6 +2088,30 @@ mod tests {
             Ok(())
         }
         fn unwatch(&mut self, _dir: &Path) {}
+    }
+
+    #[test]
+    fn a_stamp_keeps_the_times_exactly_in_a_small_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "x").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        let stamp = Stamp::of(&meta);
+        assert_eq!(stamp.modified(), meta.modified().unwrap());
+        assert_eq!(stamp.size, 1);
+        assert!(!stamp.is_linked());
+        // Before the epoch, and a change of one nanosecond, still exact.
+        let early = Stamp {
+            modified_ns: nanos(-2, 250_000_000),
+            ..stamp
+        };
+        assert_eq!(
+            early.modified(),
+            SystemTime::UNIX_EPOCH - Duration::from_millis(1750)
+        );
+        assert_ne!(nanos(5, 1), nanos(5, 2));
+        // A million-file table holds a million of these.
+        assert!(std::mem::size_of::<FileRecord>() <= 80);
     }
 
     fn built(root: &Path, limits: Limits) -> State {
