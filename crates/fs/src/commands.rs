@@ -107,8 +107,10 @@ impl Stamp {
     }
 }
 
-/// The roots' files by absolute path.
-type Table = HashMap<PathBuf, Stamp>;
+/// The roots' files by absolute path. Hashed with foldhash rather than the
+/// standard SipHash: a table of every file is made before and after each
+/// command, and hashing its paths was a good part of what that cost.
+type Table = HashMap<PathBuf, Stamp, foldhash::fast::RandomState>;
 
 /// A file kept in the baseline.
 #[derive(Debug, Clone)]
@@ -121,7 +123,7 @@ struct Kept {
 
 #[derive(Debug, Default)]
 struct Baseline {
-    files: HashMap<PathBuf, Kept>,
+    files: HashMap<PathBuf, Kept, foldhash::fast::RandomState>,
     /// Bytes of the contents stored for it (counted per file: contents
     /// shared by several files are counted for each, which errs low).
     bytes: u64,
@@ -219,11 +221,11 @@ impl CommandWatch {
         };
         if let (Some(index), [ws]) = (index, workspaces)
             && index.root() == ws.root()
-            && let Ok(files) = index.files("")
-            // The directories it walks (no file kept: only the list).
-            && let Ok(tree) = index.tree("", |_| false)
+            // Files and directories in one wait on the watcher, the paths
+            // shared with the index rather than copied and sorted.
+            && let Ok(snapshot) = index.snapshot("")
         {
-            if files.len() > self.max_files {
+            if snapshot.files.len() > self.max_files {
                 return Err(too_many());
             }
             let dir = Stamp {
@@ -232,23 +234,24 @@ impl CommandWatch {
                 more: None,
                 dir: true,
             };
-            return Ok(files
-                .into_iter()
-                .map(|file| {
-                    (
-                        ws.root().join(&file.path),
-                        Stamp {
-                            size: file.size,
-                            modified: file.modified,
-                            more: None,
-                            dir: false,
-                        },
-                    )
-                })
-                .chain(tree.dirs.iter().map(|rel| (ws.root().join(rel), dir)))
-                .collect());
+            let mut table = Table::default();
+            table.reserve(snapshot.files.len() + snapshot.dirs.len());
+            let root = ws.root();
+            table.extend(snapshot.files.iter().map(|file| {
+                (
+                    root.join(&*file.path),
+                    Stamp {
+                        size: file.size,
+                        modified: file.modified,
+                        more: None,
+                        dir: false,
+                    },
+                )
+            }));
+            table.extend(snapshot.dirs.iter().map(|rel| (root.join(rel), dir)));
+            return Ok(table);
         }
-        let mut table = Table::new();
+        let mut table = Table::default();
         let count = AtomicUsize::new(0);
         let over = AtomicBool::new(false);
         for ws in workspaces {

@@ -50,7 +50,9 @@ mod watch;
 
 pub use names::NameFilter;
 pub use query::{Query, regex_query};
-pub use state::{AlwaysReason, Candidates, IndexStats, ListedFile, Tree, WatchFailure};
+pub use state::{
+    AlwaysReason, Candidates, IndexStats, ListedFile, Snapshot, SnapshotFile, Tree, WatchFailure,
+};
 pub use watch::{DEFAULT_START_DELAY, IndexConfig, NotServed, Status, WorkspaceIndex};
 
 /// The default memory budget of an index: 256 MiB.

@@ -188,6 +188,29 @@ pub struct ListedFile {
     pub size: u64,
 }
 
+/// The files and directories the index lists below a directory, sharing
+/// the index's own paths (no path is copied): for a caller that compares
+/// two of them, such as the listing before and after a command.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The listed files (not ignored), in no particular order.
+    pub files: Vec<SnapshotFile>,
+    /// The directories the index walks strictly below the directory asked
+    /// about, in no particular order.
+    pub dirs: Vec<String>,
+}
+
+/// A file of a [`Snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotFile {
+    /// Relative to the root, `/`-separated.
+    pub path: Arc<str>,
+    /// Its size when last seen.
+    pub size: u64,
+    /// Its modification time when last seen.
+    pub modified: SystemTime,
+}
+
 /// Everything the index holds below a directory, ignored files included,
 /// for queries that look at ignored files too.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1650,6 +1673,27 @@ impl State {
         out
     }
 
+    /// The listed files and the walked directories within `under`, unsorted.
+    pub(crate) fn snapshot(&self, under: &str) -> Snapshot {
+        Snapshot {
+            files: self
+                .files
+                .iter()
+                .filter(|r| r.is_listed() && is_within(&r.path, under))
+                .map(|r| SnapshotFile {
+                    path: Arc::clone(&r.path),
+                    size: r.stamp.size,
+                    modified: r.stamp.modified(),
+                })
+                .collect(),
+            dirs: self
+                .dirs_within(under)
+                .into_iter()
+                .filter(|d| d != under)
+                .collect(),
+        }
+    }
+
     /// The files within `under` that may hold a match of `query`, in path
     /// order: those the trigram lists allow, plus every file the index
     /// cannot vouch for.
@@ -2263,6 +2307,43 @@ mod tests {
             .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         assert!(state.candidates(&query("ABSENT-WORD"), "").is_empty());
         assert_eq!(state.candidates(&query("NEEDLE-XYZ"), ""), vec!["f.txt"]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_snapshot_lists_what_files_and_tree_list() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b"))?;
+        std::fs::create_dir_all(root.join("skip"))?;
+        std::fs::write(root.join(".gitignore"), "skip/\n*.log\n")?;
+        std::fs::write(root.join("a/one.txt"), "one")?;
+        std::fs::write(root.join("a/b/two.txt"), "two")?;
+        std::fs::write(root.join("noise.log"), "ignored")?;
+        std::fs::write(root.join("skip/hidden.txt"), "ignored")?;
+        let state = built(root, any_limits());
+        for under in ["", "a"] {
+            let snapshot = state.snapshot(under);
+            let mut files: Vec<ListedFile> = snapshot
+                .files
+                .iter()
+                .map(|f| ListedFile {
+                    path: f.path.to_string(),
+                    modified: f.modified,
+                    size: f.size,
+                })
+                .collect();
+            files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+            assert_eq!(files, state.list(under), "under {under:?}");
+            let mut dirs = snapshot.dirs.clone();
+            dirs.sort();
+            let mut expected = state.tree(under, None, |_| false).dirs;
+            expected.sort();
+            assert_eq!(dirs, expected, "under {under:?}");
+        }
+        let whole = state.snapshot("");
+        let names: Vec<&str> = whole.files.iter().map(|f| &*f.path).collect();
+        assert!(names.contains(&"a/b/two.txt") && !names.contains(&"noise.log"));
         Ok(())
     }
 

@@ -26,7 +26,7 @@ use notify::{
 use crate::names::NameFilter;
 use crate::query::Query;
 use crate::state::{
-    Candidates, Change, IndexStats, Limits, ListedFile, State, Tree, Watch, WatchFailure,
+    Candidates, Change, IndexStats, Limits, ListedFile, Snapshot, State, Tree, Watch, WatchFailure,
 };
 use crate::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MEMORY_BUDGET};
 
@@ -370,6 +370,15 @@ impl WorkspaceIndex {
     /// root), in path order, as the tree is when the call starts.
     pub fn files(&self, under: &str) -> Result<Vec<ListedFile>, NotServed> {
         self.serve(under, |state| state.list(under))
+    }
+
+    /// The listed files and the walked directories under `under`, as the
+    /// tree is when the call starts, unsorted and sharing the index's
+    /// paths: what [`files`](Self::files) and [`tree`](Self::tree) give
+    /// together, for one wait on the watcher instead of two and no path
+    /// copied.
+    pub fn snapshot(&self, under: &str) -> Result<Snapshot, NotServed> {
+        self.serve(under, |state| state.snapshot(under))
     }
 
     /// The files under `under` whose root-relative path `keep` accepts, in
