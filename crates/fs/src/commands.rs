@@ -31,7 +31,7 @@ use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use agent_tools_confine::Workspace;
@@ -107,10 +107,21 @@ impl Stamp {
     }
 }
 
-/// The roots' files by absolute path. Hashed with foldhash rather than the
-/// standard SipHash: a table of every file is made before and after each
-/// command, and hashing its paths was a good part of what that cost.
-type Table = HashMap<PathBuf, Stamp, foldhash::fast::RandomState>;
+/// A file of the roots: its root's place among the workspaces and its path
+/// relative to that root. Not the absolute path: a table of every file is
+/// made before and after each command, and joining, hashing and comparing
+/// whole paths was most of what that cost (the index's relative paths are
+/// shared, not copied). Absolute paths are made only for what changed.
+type Key = (usize, Arc<str>);
+
+/// The roots' files (foldhash: the standard SipHash was a good part of the
+/// cost of a table).
+type Table = HashMap<Key, Stamp, foldhash::fast::RandomState>;
+
+/// The absolute path of `key`.
+fn absolute(workspaces: &[Workspace], key: &Key) -> Option<PathBuf> {
+    workspaces.get(key.0).map(|ws| ws.root().join(&*key.1))
+}
 
 /// A file kept in the baseline.
 #[derive(Debug, Clone)]
@@ -123,7 +134,7 @@ struct Kept {
 
 #[derive(Debug, Default)]
 struct Baseline {
-    files: HashMap<PathBuf, Kept, foldhash::fast::RandomState>,
+    files: HashMap<Key, Kept, foldhash::fast::RandomState>,
     /// Bytes of the contents stored for it (counted per file: contents
     /// shared by several files are counted for each, which errs low).
     bytes: u64,
@@ -236,10 +247,9 @@ impl CommandWatch {
             };
             let mut table = Table::default();
             table.reserve(snapshot.files.len() + snapshot.dirs.len());
-            let root = ws.root();
-            table.extend(snapshot.files.iter().map(|file| {
+            table.extend(snapshot.files.into_iter().map(|file| {
                 (
-                    root.join(&*file.path),
+                    (0, file.path),
                     Stamp {
                         size: file.size,
                         modified: file.modified,
@@ -248,13 +258,21 @@ impl CommandWatch {
                     },
                 )
             }));
-            table.extend(snapshot.dirs.iter().map(|rel| (root.join(rel), dir)));
+            table.extend(
+                snapshot
+                    .dirs
+                    .into_iter()
+                    .map(|rel| ((0, Arc::from(rel)), dir)),
+            );
             return Ok(table);
         }
         let mut table = Table::default();
+        // Roots may lie one inside another: a file is kept once, under
+        // the first root that holds it, as by its absolute path.
+        let mut seen = std::collections::HashSet::<PathBuf, foldhash::fast::RandomState>::default();
         let count = AtomicUsize::new(0);
         let over = AtomicBool::new(false);
-        for ws in workspaces {
+        for (place, ws) in workspaces.iter().enumerate() {
             let base = ws.root_path();
             let cancel = AtomicBool::new(false);
             let walk = Walk {
@@ -292,7 +310,9 @@ impl CommandWatch {
                 return Err(too_many());
             }
             for (rel, stamp) in walked.found {
-                table.entry(ws.root().join(rel)).or_insert(stamp);
+                if workspaces.len() == 1 || seen.insert(ws.root().join(&rel)) {
+                    table.entry((place, Arc::from(rel))).or_insert(stamp);
+                }
             }
         }
         Ok(table)
@@ -305,35 +325,37 @@ impl CommandWatch {
         let cap = journal.settings().max_bytes / 2;
         let mut baseline = self.baseline.lock().unwrap_or_else(PoisonError::into_inner);
         let mut changed = false;
-        let gone: Vec<PathBuf> = baseline
+        let gone: Vec<Key> = baseline
             .files
             .keys()
-            .filter(|path| !table.contains_key(*path))
+            .filter(|key| !table.contains_key(*key))
             .cloned()
             .collect();
-        for path in gone {
-            if let Some(kept) = baseline.files.remove(&path) {
+        for key in gone {
+            if let Some(kept) = baseline.files.remove(&key) {
                 baseline.bytes -= stored_size(&kept);
                 changed = true;
             }
         }
-        for (path, stamp) in table {
+        for (key, stamp) in table {
             if stamp.dir {
                 continue;
             }
             if baseline
                 .files
-                .get(path)
+                .get(key)
                 .is_some_and(|kept| kept.stamp.same(stamp))
             {
                 continue;
             }
-            if let Some(old) = baseline.files.remove(path) {
+            if let Some(old) = baseline.files.remove(key) {
                 baseline.bytes -= stored_size(&old);
             }
             changed = true;
             let room = cap.saturating_sub(baseline.bytes);
-            let Some(read) = read_image(recorder, workspaces, path, room) else {
+            let Some(read) = absolute(workspaces, key)
+                .and_then(|path| read_image(recorder, workspaces, &path, room))
+            else {
                 continue;
             };
             let kept = Kept {
@@ -342,7 +364,7 @@ impl CommandWatch {
                 left_out: read.left_out,
             };
             baseline.bytes += stored_size(&kept);
-            baseline.files.insert(path.clone(), kept);
+            baseline.files.insert(key.clone(), kept);
         }
         if changed {
             // The pre-images were stored unflushed (a flush each would cost
@@ -363,7 +385,7 @@ impl CommandWatch {
         before: &Table,
         after: &Table,
     ) -> agent_tools_journal::Result<usize> {
-        let mut paths: Vec<(&PathBuf, Op)> = Vec::new();
+        let mut paths: Vec<(&Key, Op)> = Vec::new();
         let (mut made, mut removed) = (Vec::new(), Vec::new());
         for (path, stamp) in after {
             match before.get(path) {
@@ -393,10 +415,24 @@ impl CommandWatch {
                 }
             }
         }
-        paths.sort_by(|a, b| a.0.cmp(b.0));
-        made.sort_by(|a, b| a.0.cmp(b.0));
+        // Only what changed gets its absolute path, by which it is ordered.
+        let with_path = |key: &Key| absolute(workspaces, key);
+        let mut paths: Vec<(PathBuf, &Key, Op)> = paths
+            .into_iter()
+            .filter_map(|(key, op)| Some((with_path(key)?, key, op)))
+            .collect();
+        let mut made: Vec<(PathBuf, &Stamp)> = made
+            .into_iter()
+            .filter_map(|(key, stamp)| Some((with_path(key)?, stamp)))
+            .collect();
+        let mut removed: Vec<(PathBuf, &Stamp)> = removed
+            .into_iter()
+            .filter_map(|(key, stamp)| Some((with_path(key)?, stamp)))
+            .collect();
+        paths.sort_by(|a, b| a.0.cmp(&b.0));
+        made.sort_by(|a, b| a.0.cmp(&b.0));
         // Deepest first, as they went.
-        removed.sort_by(|a, b| b.0.cmp(a.0));
+        removed.sort_by(|a, b| b.0.cmp(&a.0));
         let dir_mode = |stamp: &Stamp| stamp.more.map_or(0o755, |(_, _, mode)| mode);
         let mut count = 0;
         // Parents before the files in them; an undo takes a call's
@@ -413,10 +449,10 @@ impl CommandWatch {
         }
         let mut baseline = self.baseline.lock().unwrap_or_else(PoisonError::into_inner);
         let cap = recorder.max_file_bytes();
-        for (path, op) in paths {
+        for (path, key, op) in paths {
             let now = match op {
                 Op::Delete => None,
-                _ => read_image(recorder, workspaces, path, cap),
+                _ => read_image(recorder, workspaces, &path, cap),
             };
             // Gone again before it could be read: nothing to record.
             if now.is_none() && op != Op::Delete {
@@ -424,12 +460,12 @@ impl CommandWatch {
             }
             let (before_image, before_left_out) = match (self.mode, op) {
                 (_, Op::Create) => (None, None),
-                (CommandMode::Baseline, _) => match baseline.files.get(path) {
+                (CommandMode::Baseline, _) => match baseline.files.get(key) {
                     Some(kept) => (Some(kept.image.clone()), kept.left_out.clone()),
                     None => (None, Some("not in the command baseline".to_owned())),
                 },
                 _ => {
-                    let stamp = &before[path];
+                    let stamp = &before[key];
                     let mode = stamp.more.map_or(0o644, |(_, _, mode)| mode);
                     (Some(Image::unstored(mode, stamp.size)), None)
                 }
@@ -447,17 +483,17 @@ impl CommandWatch {
             count += 1;
             // What was just read is the baseline of the next command.
             if self.mode == CommandMode::Baseline {
-                if let Some(old) = baseline.files.remove(path) {
+                if let Some(old) = baseline.files.remove(key) {
                     baseline.bytes -= stored_size(&old);
                 }
-                if let (Some(image), Some(stamp)) = (after_image, after.get(path)) {
+                if let (Some(image), Some(stamp)) = (after_image, after.get(key)) {
                     let kept = Kept {
                         stamp: *stamp,
                         image,
                         left_out: None,
                     };
                     baseline.bytes += stored_size(&kept);
-                    baseline.files.insert(path.clone(), kept);
+                    baseline.files.insert(key.clone(), kept);
                 }
             }
         }
@@ -625,6 +661,38 @@ mod tests {
         assert_eq!(call.changes[0].change.op, Op::Modify);
         assert_eq!(call.changes[0].change.after.as_ref().unwrap().mode, 0o600);
         assert!(call.changes[0].change.not_undoable.is_some());
+    }
+
+    #[test]
+    fn a_file_under_two_roots_one_inside_the_other_is_recorded_once() {
+        let (dir, outer, journal) = setup(|_| {});
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("inner/d")).unwrap();
+        std::fs::write(root.join("inner/d/kept"), "k").unwrap();
+        let inner = Workspace::open(root.join("inner"), Confinement::Confined).unwrap();
+        let roots = [outer, inner];
+        let detect = CommandWatch::new(CommandMode::Detect, 100);
+        let scope = journal.begin("bash", "test", "local");
+        let watching = detect.before(&roots, None).unwrap();
+        std::fs::write(root.join("inner/d/new"), "n").unwrap();
+        std::fs::write(root.join("inner/d/kept"), "changed").unwrap();
+        detect.after(watching, &roots, None);
+        let id = scope.finish().unwrap().unwrap();
+        let call = journal.call(id).unwrap().unwrap();
+        let mut seen: Vec<(PathBuf, Op)> = call
+            .changes
+            .iter()
+            .map(|c| (c.change.path.clone(), c.change.op))
+            .collect();
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            seen,
+            vec![
+                (root.join("inner/d/kept"), Op::Modify),
+                (root.join("inner/d/new"), Op::Create),
+            ],
+            "{call:?}"
+        );
     }
 
     #[test]
