@@ -228,6 +228,80 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
         );
     }
 
+    if !cases.is_empty() {
+        // The same commits through one tool set per contender for the whole
+        // pass, as a running server applies them: each commit's `before/`
+        // is copied over the contender's emptied root (untimed), and its
+        // journal keeps every call, so no call pays for a fresh start.
+        eprintln!(
+            "journal: apply_patch over {} commits, one server each ...",
+            cases.len()
+        );
+        let runs = ctx.pick(5, 2);
+        let durabilities = [
+            None,
+            Some(JournalDurability::Full),
+            Some(JournalDurability::Relaxed),
+        ];
+        let mut servers = Vec::new();
+        for (side, durability) in durabilities.iter().enumerate() {
+            let root = scratch.path().join(format!("server-{side}/root"));
+            let state = scratch.path().join(format!("server-{side}/state"));
+            fs::create_dir_all(&root)?;
+            let journal = durability.map(|d| (state.as_path(), d, JournalCommands::Off));
+            servers.push((root.clone(), tools(&root, journal, false)?));
+        }
+        let mut totals = [Vec::new(), Vec::new(), Vec::new()];
+        for run in 0..=runs {
+            let mut sums = [Duration::ZERO; 3];
+            for (index, case) in cases.iter().enumerate() {
+                let args = json!({"patch": String::from_utf8_lossy(&case.patch)});
+                for turn in 0..3 {
+                    let side = (run + index + turn) % 3;
+                    let (root, tools) = &servers[side];
+                    for entry in fs::read_dir(root)? {
+                        let path = entry?.path();
+                        if path.is_dir() {
+                            fs::remove_dir_all(&path)?;
+                        } else {
+                            fs::remove_file(&path)?;
+                        }
+                    }
+                    copy_into(&case.before, root)?;
+                    settle();
+                    let started = Instant::now();
+                    // An error (a commit this engine refuses) is timed
+                    // alike on every side.
+                    let _ = tools.call("apply_patch", args.clone());
+                    sums[side] += started.elapsed();
+                }
+            }
+            if run > 0 {
+                for (total, sum) in totals.iter_mut().zip(sums) {
+                    total.push(sum);
+                }
+            }
+        }
+        drop(servers);
+        let [off, on, relaxed] = totals.map(Stats::of);
+        table.timed(
+            format!(
+                "`apply_patch` of {} real commits, one tool set for the pass: `--journal` vs no journal (sum per pass)",
+                cases.len()
+            ),
+            &on,
+            &off,
+        );
+        table.timed(
+            format!(
+                "`apply_patch` of {} real commits, one tool set for the pass: `--journal-durability relaxed` vs no journal (sum per pass)",
+                cases.len()
+            ),
+            &relaxed,
+            &off,
+        );
+    }
+
     // undo of a 50-file patch.
     eprintln!("journal: undo of a 50-file patch ...");
     let root = scratch.path().join("undo/root");
@@ -278,7 +352,9 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
          said; each contender has its own folder and journal. edit_file: the same one-line edit \
          near the end, made and reversed in turn, interleaved. Corpus: every commit applied to a \
          fresh copy of its `before/` with and without the journal, in turn (setup and the tool \
-         set's start untimed); disk: the journal's contents after one pass over the corpus, \
+         set's start untimed); *one tool set for the pass*: the same, each contender's one \
+         tool set (and journal) applying every commit in its root, emptied and refilled \
+         untimed before each, as a running server does; disk: the journal's contents after one pass over the corpus, \
          sealed and compressed, per MB of the files the commits rewrote (their size after).",
     );
     Ok(table)
