@@ -419,6 +419,11 @@ pub(crate) struct State {
     segments: Vec<Segment>,
     /// Files indexed since the last packing, with their sorted trigrams.
     loose: Vec<(u32, Vec<Trigram>)>,
+    /// The trigram set of [`index_one`](Self::index_one), kept between
+    /// files: each is 2 MiB, and making one for every file an event named
+    /// (several for each write through the tools) cleared those 2 MiB
+    /// each time, most of the instructions a small write cost the server.
+    one_file: Option<Box<TrigramCollector>>,
     troubles: Troubles,
     live_postings: u64,
     dead: usize,
@@ -657,6 +662,7 @@ impl State {
             exclude_dirs: BTreeMap::new(),
             segments: Vec::new(),
             loose: Vec::new(),
+            one_file: None,
             troubles: Troubles::default(),
             live_postings: 0,
             dead: 0,
@@ -1520,10 +1526,14 @@ impl State {
 
     /// (Re-)reads one file into the loose lists.
     fn index_one(&mut self, rel: &str) {
-        let mut collector = TrigramCollector::new();
+        let mut collector = self
+            .one_file
+            .take()
+            .unwrap_or_else(|| Box::new(TrigramCollector::new()));
         let mut read = self.read_file(rel, &mut Vec::new(), |text| {
             Ok((collector.collect(text), 0))
         });
+        self.one_file = Some(collector);
         if read.stamp.is_none() {
             // Gone between the event and the read: its removal event follows.
             self.remove_file(rel);
