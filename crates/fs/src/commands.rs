@@ -378,12 +378,12 @@ impl CommandWatch {
     }
 
     /// Records the difference of two tables; answers how many changes.
-    fn record(
+    fn record<'a>(
         &self,
         recorder: &Recorder,
         workspaces: &[Workspace],
-        before: &Table,
-        after: &Table,
+        before: &'a Table,
+        after: &'a Table,
     ) -> agent_tools_journal::Result<usize> {
         let mut paths: Vec<(&Key, Op)> = Vec::new();
         let (mut made, mut removed) = (Vec::new(), Vec::new());
@@ -421,14 +421,12 @@ impl CommandWatch {
             .into_iter()
             .filter_map(|(key, op)| Some((with_path(key)?, key, op)))
             .collect();
-        let mut made: Vec<(PathBuf, &Stamp)> = made
-            .into_iter()
-            .filter_map(|(key, stamp)| Some((with_path(key)?, stamp)))
-            .collect();
-        let mut removed: Vec<(PathBuf, &Stamp)> = removed
-            .into_iter()
-            .filter_map(|(key, stamp)| Some((with_path(key)?, stamp)))
-            .collect();
+        let placed = |dirs: Vec<(&'a Key, &'a Stamp)>| -> Vec<(PathBuf, &'a Stamp)> {
+            dirs.into_iter()
+                .filter_map(|(key, stamp)| Some((with_path(key)?, stamp)))
+                .collect()
+        };
+        let (mut made, mut removed) = (placed(made), placed(removed));
         paths.sort_by(|a, b| a.0.cmp(&b.0));
         made.sort_by(|a, b| a.0.cmp(&b.0));
         // Deepest first, as they went.

@@ -1508,6 +1508,14 @@ impl State {
             .collect()
     }
 
+    /// The walked directories strictly below `dir`.
+    fn dirs_below(&self, dir: &str) -> Vec<String> {
+        self.dirs_within(dir)
+            .into_iter()
+            .filter(|d| d != dir)
+            .collect()
+    }
+
     fn files_within(&self, dir: &str) -> Vec<String> {
         self.by_path
             .ids()
@@ -1696,11 +1704,7 @@ impl State {
                     modified: r.stamp.modified(),
                 })
                 .collect(),
-            dirs: self
-                .dirs_within(under)
-                .into_iter()
-                .filter(|d| d != under)
-                .collect(),
+            dirs: self.dirs_below(under),
         }
     }
 
@@ -1775,11 +1779,7 @@ impl State {
                 .map(FileRecord::listed)
                 .collect(),
         };
-        let dirs = self
-            .dirs_within(under)
-            .into_iter()
-            .filter(|d| d != under)
-            .collect();
+        let dirs = self.dirs_below(under);
         Tree {
             files,
             dirs,
