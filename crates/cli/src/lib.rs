@@ -11,7 +11,13 @@
 //! assert!(agent_tools_cli::surface("nope").is_err());
 //! ```
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// Denied rather than forbidden: `allocator` makes the one foreign call
+// that sets the server process's allocator (it says why).
+#![deny(unsafe_code)]
+
+mod allocator;
+
+pub use allocator::keep_large_blocks_mapped;
 
 use agent_tools::SurfaceChoice;
 
