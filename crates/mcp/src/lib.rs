@@ -42,6 +42,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
+mod call_line;
 mod framing;
 pub mod http;
 mod roots;

@@ -851,7 +851,11 @@ impl Link {
             self.answer_too_many_values(text);
             return None;
         }
-        match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+        let read = match crate::call_line::read_plain_call(text) {
+            Some(message) => Ok(message),
+            None => serde_json::from_slice::<ClientJsonRpcMessage>(text),
+        };
+        match read {
             Ok(message) => self.dispatch(message, text),
             Err(err) => {
                 self.answer_unparsable(text, &err);
