@@ -11,13 +11,7 @@
 //! assert!(agent_tools_cli::surface("nope").is_err());
 //! ```
 #![deny(missing_docs)]
-// Denied rather than forbidden: `allocator` makes the one foreign call
-// that sets the server process's allocator (it says why).
-#![deny(unsafe_code)]
-
-mod allocator;
-
-pub use allocator::keep_large_blocks_mapped;
+#![forbid(unsafe_code)]
 
 use agent_tools::SurfaceChoice;
 

@@ -527,7 +527,6 @@ fn main() -> ExitCode {
         let code = agent_tools_bash::launcher::main(args);
         return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
     }
-    agent_tools_cli::keep_large_blocks_mapped();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

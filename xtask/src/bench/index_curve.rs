@@ -276,8 +276,6 @@ fn rows(table: &mut Table, generated: &Generated, figures: &Value) -> bool {
 /// The hidden task: builds the index of one tree in this process and
 /// prints its figures as JSON.
 pub fn probe(args: &ProbeArgs) -> Result<()> {
-    // As the server's `main` does, so the resident set is the server's.
-    agent_tools_cli::keep_large_blocks_mapped();
     let root = args.dir.as_path();
     let load_before = load_averages().map_or(0.0, |[one, ..]| one);
     let rss_before = status_bytes(Process::This, "VmRSS").unwrap_or(0);
