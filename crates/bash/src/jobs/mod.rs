@@ -1918,7 +1918,13 @@ mod tests {
         ));
         assert_eq!(job.write(b"", &["C-c".to_owned()]), Ok(1));
         let read = read_all(&job, &until_exit());
-        assert_eq!(read.text, "got-int\n");
+        // The status says whether the interrupt was lost (still running
+        // after the wait) or the trap's output was (exited).
+        assert_eq!(
+            read.text, "got-int\n",
+            "status after C-c: {:?}",
+            read.status
+        );
         assert!(matches!(
             read.status,
             JobStatus::Exited { code: Some(3), .. }
