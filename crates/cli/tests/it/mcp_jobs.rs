@@ -680,3 +680,50 @@ fn a_terminal_job_gets_its_size_and_a_new_one_with_sigwinch() {
     let (is_error, text) = client.call("job_write", json!({"job_id": pipes["job_id"], "rows": 20}));
     assert!(is_error && text.contains("has no terminal"), "{text}");
 }
+
+#[test]
+fn ctrl_c_reaches_a_job_of_a_server_started_with_interrupts_ignored() {
+    // A server started in the background by a script inherits SIGINT
+    // ignored, and a shell cannot trap a signal ignored when it started.
+    // The server's own interrupt handler replaces the ignored action, and
+    // a handler is reset to the default across exec, so a job's command
+    // starts able to trap C-c (a process that ignores SIGINT and starts
+    // commands without such a handler passes the ignoring on).
+    let (_outer, root) = sandbox();
+    let mut command = std::process::Command::new("bash");
+    command
+        .arg("-c")
+        .arg("trap '' INT; exec \"$0\" mcp --root \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_agent-tools"))
+        .arg(&root)
+        .stderr(std::process::Stdio::inherit());
+    let mut client = agent_tools_test_support::mcp::McpClient::spawn(command)
+        .unwrap()
+        .guarded();
+    client.try_initialize(json!({}), "test-client").unwrap();
+    let mut call = |tool: &str, args: Value| -> Value {
+        let (is_error, text) = client.call(tool, args);
+        assert!(!is_error, "{tool}: {text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let started = call(
+        "job_start",
+        json!({
+            "command": "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.05; done",
+            "wait_for": "ready",
+            "wait_ms": 10000
+        }),
+    );
+    assert_eq!(started["matched"], true, "{started}");
+    let id = started["job_id"].as_str().unwrap().to_owned();
+    let stopped = call(
+        "job_write",
+        json!({"job_id": id, "keys": ["C-c"], "wait_ms": 10000}),
+    );
+    assert_eq!(stopped["status"], "exited", "{stopped}");
+    assert_eq!(stopped["exit_code"], 3, "{stopped}");
+    assert!(
+        stopped["output"].as_str().unwrap().contains("got-int"),
+        "{stopped}"
+    );
+}
