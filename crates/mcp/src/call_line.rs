@@ -29,7 +29,9 @@ use serde_json::value::RawValue;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CallLine<'a> {
-    jsonrpc: JsonRpcVersion2_0,
+    /// Read only to be checked (`"2.0"`).
+    #[serde(rename = "jsonrpc")]
+    _version: JsonRpcVersion2_0,
     id: RequestId,
     #[serde(borrow)]
     method: std::borrow::Cow<'a, str>,
@@ -45,7 +47,6 @@ pub(crate) fn read_plain_call(text: &[u8]) -> Option<ClientJsonRpcMessage> {
         return None;
     }
     let params: CallToolRequestParams = serde_json::from_str(line.params.get()).ok()?;
-    let _: JsonRpcVersion2_0 = line.jsonrpc;
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
         line.id,
         ClientRequest::CallToolRequest(Request::new(params)),

@@ -697,16 +697,13 @@ fn ctrl_c_reaches_a_job_of_a_server_started_with_interrupts_ignored() {
         .arg(env!("CARGO_BIN_EXE_agent-tools"))
         .arg(&root)
         .stderr(std::process::Stdio::inherit());
-    let mut client = agent_tools_test_support::mcp::McpClient::spawn(command)
+    let mut client: McpClient = agent_tools_test_support::mcp::McpClient::spawn(command)
         .unwrap()
-        .guarded();
+        .guarded()
+        .into();
     client.try_initialize(json!({}), "test-client").unwrap();
-    let mut call = |tool: &str, args: Value| -> Value {
-        let (is_error, text) = client.call(tool, args);
-        assert!(!is_error, "{tool}: {text}");
-        serde_json::from_str(&text).unwrap()
-    };
     let started = call(
+        &mut client,
         "job_start",
         json!({
             "command": "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.05; done",
@@ -717,6 +714,7 @@ fn ctrl_c_reaches_a_job_of_a_server_started_with_interrupts_ignored() {
     assert_eq!(started["matched"], true, "{started}");
     let id = started["job_id"].as_str().unwrap().to_owned();
     let stopped = call(
+        &mut client,
         "job_write",
         json!({"job_id": id, "keys": ["C-c"], "wait_ms": 10000}),
     );
