@@ -91,7 +91,8 @@ the Enter key to submit a line), then keys, each a name: Enter, Tab, Escape, Bac
 Left, Right, Home, End, PageUp, PageDown, Delete, F1..F12, C-a..C-z (C-c interrupts, C-d ends input), \
 C-\\. A job without a terminal takes only C-c, C-\\ and C-z, sent as signals. At most 65536 bytes per \
 write. cols and rows give the terminal a new size first (the program gets SIGWINCH); either alone keeps \
-the other. Then waits like job_read (wait_ms default 500) and returns the new output.";
+the other. Then waits like job_read (wait_ms default 500; only output printed after this input ends the \
+wait) and returns the new output.";
 
 const JOB_KILL: &str = "Stop a job. TERM (the default) stops its whole process tree, children that left \
 its group included: TERM first, KILL 2 s later. INT, HUP, QUIT or KILL are sent once to its process group \
@@ -360,7 +361,7 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
             "input needs tty=true: a job without a terminal has its stdin closed",
         ));
     }
-    let wait = wait(args.wait_ms, START_WAIT_MS, args.wait_for.as_deref())?;
+    let mut wait = wait(args.wait_ms, START_WAIT_MS, args.wait_for.as_deref())?;
     let mut request: RunRequest = job_request(
         services,
         CommandLine::Shell(args.command),
@@ -397,6 +398,7 @@ fn start(services: &Services, args: JobStartArgs, call: &CallContext) -> ToolRes
     }
     let job = table.start(spec).map_err(ToolError::from)?;
     if let Some(input) = &args.input {
+        wait = wait.after(job.output_end());
         job.write(input.as_bytes(), &[]).map_err(ToolError::from)?;
     }
     new_output(services, &job, &wait, call)
@@ -427,7 +429,7 @@ fn read(services: &Services, args: JobReadArgs, call: &CallContext) -> ToolResul
 
 fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolResult<String> {
     let job = job_of(call, &args.job_id)?;
-    let wait = wait(args.wait_ms, WRITE_WAIT_MS, args.wait_for.as_deref())?;
+    let mut wait = wait(args.wait_ms, WRITE_WAIT_MS, args.wait_for.as_deref())?;
     let input = args.input.unwrap_or_default();
     let keys = args.keys.unwrap_or_default();
     let resize = args.cols.is_some() || args.rows.is_some();
@@ -446,6 +448,10 @@ fn write(services: &Services, args: JobWriteArgs, call: &CallContext) -> ToolRes
             .map_err(ToolError::from)?;
     }
     if !input.is_empty() || !keys.is_empty() {
+        // The answer to this input is what the wait is for: output that
+        // came before it (a prompt not yet read) is returned but does not
+        // end the wait.
+        wait = wait.after(job.output_end());
         job.write(input.as_bytes(), &keys)
             .map_err(ToolError::from)?;
     }

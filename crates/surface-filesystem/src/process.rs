@@ -355,6 +355,8 @@ pub(crate) fn interact_with_process(
     }
     let mut input = args.input.clone();
     input.push('\n');
+    // A prompt printed before the input is not the answer to it.
+    let fresh_from = job.output_end();
     job.write(input.as_bytes(), &[]).map_err(ToolError::from)?;
     let max = wait_ms(args.timeout_ms, INTERACT_WAIT_MS);
     // The echo of the input comes at once and the answer later: a quiet
@@ -364,9 +366,10 @@ pub(crate) fn interact_with_process(
             max,
             pattern: prompt_pattern(),
             settle: false,
+            fresh_from,
         }
     } else {
-        Wait::for_output(max, None)
+        Wait::for_output(max, None).after(fresh_from)
     };
     let read = job.read(ReadFrom::Cursor, LINE_WINDOW, &wait, call.cancel.flag())?;
     let timed_out = read.status.is_running() && read.waited + Duration::from_millis(5) >= max;

@@ -441,6 +441,12 @@ pub struct Wait {
     pub pattern: Option<Regex>,
     /// End once there is new output and it has been quiet for [`SETTLE`].
     pub settle: bool,
+    /// Only output from this byte offset on can end the wait (by matching
+    /// or settling); it is still returned from where the read starts. A
+    /// write sets it to the log's end before the input goes in, so a
+    /// prompt printed before the input, but not yet read, is not taken
+    /// for the answer to it.
+    pub fresh_from: u64,
 }
 
 impl Wait {
@@ -450,6 +456,7 @@ impl Wait {
             max: Duration::ZERO,
             pattern: None,
             settle: false,
+            fresh_from: 0,
         }
     }
 
@@ -459,6 +466,7 @@ impl Wait {
             max,
             pattern: None,
             settle: false,
+            fresh_from: 0,
         }
     }
 
@@ -470,7 +478,16 @@ impl Wait {
             max,
             pattern,
             settle,
+            fresh_from: 0,
         }
+    }
+
+    /// The same wait, ended only by output from `offset` on (see
+    /// [`Wait::fresh_from`]); [`Job::output_end`] before a write gives it.
+    #[must_use]
+    pub fn after(mut self, offset: u64) -> Self {
+        self.fresh_from = offset;
+        self
     }
 }
 
@@ -1268,7 +1285,9 @@ impl Job {
             ReadFrom::Offset(offset) => offset,
             ReadFrom::Tail(back) => state.log.end().saturating_sub(back),
         };
-        let mut scanned = origin;
+        // Output before this cannot end the wait.
+        let fresh = origin.max(wait.fresh_from);
+        let mut scanned = fresh;
         let mut matched = wait.pattern.as_ref().map(|_| false);
         loop {
             let now = Instant::now();
@@ -1278,7 +1297,7 @@ impl Job {
             {
                 let look_from = scanned
                     .saturating_sub(1024)
-                    .max(origin)
+                    .max(fresh)
                     .max(end.saturating_sub(PATTERN_WINDOW));
                 let bytes = state
                     .log
@@ -1297,7 +1316,7 @@ impl Job {
             }
             let mut slice = WAIT_SLICE;
             if wait.settle
-                && end > origin
+                && end > fresh
                 && let Some(last) = state.last_output
             {
                 let quiet_until = last + SETTLE;
@@ -1889,6 +1908,46 @@ mod tests {
         while crate::runner::group_alive(Pid::from_raw(job.pid())) {
             assert!(Instant::now() < deadline, "the kill left the job");
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts a terminal job that prints an unanswered prompt, and waits
+    /// until the prompt is in its log without reading it.
+    fn job_with_an_unread_prompt(dir: &tempfile::TempDir, table: &JobTable) -> Arc<Job> {
+        let job = table
+            .start(JobSpec::new(
+                // No echo, so nothing but the slow answer follows the input.
+                request(
+                    dir,
+                    "stty -echo; printf '> '; read x; sleep 0.8; echo got-$x",
+                ),
+                JobMode::TERMINAL,
+            ))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < 2 {
+            assert!(Instant::now() < deadline, "no prompt");
+            thread::sleep(Duration::from_millis(10));
+        }
+        // Quiet long enough that a settle wait counting the prompt would
+        // end at once.
+        thread::sleep(SETTLE + Duration::from_millis(50));
+        job
+    }
+
+    #[test]
+    fn a_prompt_printed_before_a_write_does_not_end_the_wait_for_its_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = JobTable::default();
+        for pattern in [None, Some(Regex::new("(?m)> ?$|got-hi").unwrap())] {
+            let job = job_with_an_unread_prompt(&dir, &table);
+            let wait =
+                Wait::for_output(Duration::from_secs(20), pattern.clone()).after(job.output_end());
+            job.write(b"hi\n", &[]).unwrap();
+            let read = read_all(&job, &wait);
+            assert!(read.text.starts_with("> "), "{pattern:?}: {read:?}");
+            assert!(read.text.contains("got-hi"), "{pattern:?}: {read:?}");
+            job.kill(Signal::SIGKILL);
         }
     }
 
