@@ -1911,6 +1911,20 @@ mod tests {
         }
     }
 
+    /// Waits (10 s at most) until the job has printed `bytes`, reading
+    /// none of it.
+    fn wait_for_output_end(job: &Job, bytes: u64) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while job.output_end() < bytes {
+            assert!(
+                Instant::now() < deadline,
+                "the job printed {} bytes, not {bytes}",
+                job.output_end()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Starts a terminal job that prints an unanswered prompt, and waits
     /// until the prompt is in its log without reading it.
     fn job_with_an_unread_prompt(dir: &tempfile::TempDir, table: &JobTable) -> Arc<Job> {
@@ -1924,11 +1938,7 @@ mod tests {
                 JobMode::TERMINAL,
             ))
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while job.output_end() < 2 {
-            assert!(Instant::now() < deadline, "no prompt");
-            thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_output_end(&job, 2);
         // Quiet long enough that a settle wait counting the prompt would
         // end at once.
         thread::sleep(SETTLE + Duration::from_millis(50));
@@ -2112,11 +2122,7 @@ mod tests {
             ))
             .unwrap();
         // Fall behind by more than the memory tail before the first read.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while job.output_end() < 100_000 {
-            assert!(Instant::now() < deadline, "the job printed too little");
-            thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_output_end(&job, 100_000);
         let mut text = String::new();
         let mut last_to = 0;
         loop {
