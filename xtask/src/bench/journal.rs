@@ -43,7 +43,7 @@ fn tools(
 /// Where the corpus passes put the trees they are done with, by a rename,
 /// instead of deleting them between timed calls: on an ext4 without its
 /// own journal (such as this bench's machine), creating a file looks past
-/// every inode freed in the last few seconds (`recently_deleted`), so a
+/// every inode freed in the last minute or so (`recently_deleted`), so a
 /// pass that deletes a tree before each call made every file the next
 /// call created cost more, and the side that creates more (the journal's
 /// records and contents) the most: an effect of the harness, not of the
@@ -54,8 +54,8 @@ struct SetAside {
 }
 
 impl SetAside {
-    fn new(scratch: &Path, name: &str) -> Result<SetAside> {
-        let dir = scratch.join("set-aside").join(name);
+    fn new(scratch: &Path) -> Result<SetAside> {
+        let dir = scratch.join("set-aside");
         fs::create_dir_all(&dir)?;
         Ok(SetAside { dir, next: 0 })
     }
@@ -157,6 +157,7 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
     }
 
     // apply_patch over the corpus, with and without the journal.
+    let mut set_aside = SetAside::new(scratch.path())?;
     let dir = corpus_dir()?;
     let cases = if dir.is_dir() {
         load_cases(&dir)?
@@ -177,7 +178,6 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
         let relaxed_state = scratch.path().join("patch-state-relaxed");
         let mut totals = [Vec::new(), Vec::new(), Vec::new()];
         let mut changed_bytes = 0u64;
-        let mut set_aside = SetAside::new(scratch.path(), "fresh")?;
         for run in 0..=runs {
             let mut sums = [Duration::ZERO; 3];
             for (index, case) in cases.iter().enumerate() {
@@ -282,7 +282,6 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
             servers.push((root.clone(), tools(&root, journal, false)?));
         }
         let mut totals = [Vec::new(), Vec::new(), Vec::new()];
-        let mut set_aside = SetAside::new(scratch.path(), "one-server")?;
         for run in 0..=runs {
             let mut sums = [Duration::ZERO; 3];
             for (index, case) in cases.iter().enumerate() {
@@ -382,7 +381,7 @@ fn writes(ctx: &Ctx<'_>) -> Result<Table> {
          tool set (and journal) applying every commit in its root, emptied and refilled \
          untimed before each, as a running server does. Trees done with are moved aside, not \
          deleted, during a pass (an ext4 without its own journal makes a new file look past \
-         the inodes freed in the last seconds). Disk: the journal's contents after one pass over the corpus, \
+         the inodes freed in the last minute or so). Disk: the journal's contents after one pass over the corpus, \
          sealed and compressed, per MB of the files the commits rewrote (their size after).",
     );
     Ok(table)

@@ -23,6 +23,14 @@ fn call(client: &mut McpClient, tool: &str, args: Value) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Starts a job with `args` (a `wait_for` among them), checks that its
+/// wait matched, and returns its id.
+fn start_matched(client: &mut McpClient, args: Value) -> String {
+    let started = call(client, "job_start", args);
+    assert_eq!(started["matched"], true, "{started}");
+    started["job_id"].as_str().unwrap().to_owned()
+}
+
 /// Whether process `pid` is alive (a zombie is not).
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -61,13 +69,10 @@ fn assert_dies(pid: i32, after: &str) {
 fn a_python_repl_is_driven_to_an_answer_interrupted_and_ended() {
     let (_outer, root) = sandbox();
     let mut client = server(&root);
-    let started = call(
+    let id = start_matched(
         &mut client,
-        "job_start",
         json!({"command": "python3 -q -i", "tty": true, "wait_for": ">>> $", "wait_ms": 20000}),
     );
-    assert_eq!(started["matched"], true, "{started}");
-    let id = started["job_id"].as_str().unwrap().to_owned();
     let answer = call(
         &mut client,
         "job_write",
@@ -237,17 +242,14 @@ fn a_web_server_job_answers_bash_and_dies_on_kill() {
         .unwrap()
         .port();
     let mut client = server(&root);
-    let started = call(
+    let id = start_matched(
         &mut client,
-        "job_start",
         json!({
             "command": format!("python3 -u -m http.server {port} --bind 127.0.0.1"),
             "wait_for": "Serving HTTP",
             "wait_ms": 20000
         }),
     );
-    assert_eq!(started["matched"], true, "{started}");
-    let id = started["job_id"].as_str().unwrap().to_owned();
     let curl = format!("curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/");
     let answered = call(&mut client, "bash", json!({"command": curl}));
     assert_eq!(answered["stdout"], "200", "{answered}");
@@ -631,9 +633,8 @@ fn a_terminal_job_gets_its_size_and_a_new_one_with_sigwinch() {
     let program = "import os, signal\n\
                    def show(*_):\n    cols, rows = os.get_terminal_size()\n    print(rows, cols, flush=True)\n\
                    signal.signal(signal.SIGWINCH, show)\nshow()\nwhile True:\n    signal.pause()\n";
-    let started = call(
+    let id = start_matched(
         &mut client,
-        "job_start",
         json!({
             "command": format!("python3 -c '{program}'"),
             "tty": true,
@@ -643,8 +644,6 @@ fn a_terminal_job_gets_its_size_and_a_new_one_with_sigwinch() {
             "wait_ms": 10000
         }),
     );
-    assert_eq!(started["matched"], true, "{started}");
-    let id = started["job_id"].as_str().unwrap().to_owned();
     let resized = call(
         &mut client,
         "job_write",
@@ -712,17 +711,14 @@ fn ctrl_c_reaches_a_job_of_a_server_started_with_interrupts_ignored() {
         .guarded()
         .into();
     client.try_initialize(json!({}), "test-client").unwrap();
-    let started = call(
+    let id = start_matched(
         &mut client,
-        "job_start",
         json!({
             "command": "trap 'echo got-int; exit 3' INT; echo ready; while :; do sleep 0.05; done",
             "wait_for": "ready",
             "wait_ms": 10000
         }),
     );
-    assert_eq!(started["matched"], true, "{started}");
-    let id = started["job_id"].as_str().unwrap().to_owned();
     let stopped = call(
         &mut client,
         "job_write",
