@@ -154,6 +154,9 @@ impl BenchArgs {
 }
 
 fn main() -> Result<()> {
+    // The server's allocator settings, so that the in-process rows and the
+    // index probes measure what the server does.
+    agent_tools_cli::allocator::tune();
     let cli = Cli::parse();
     match cli.command {
         Task::Bench(args) => bench::run(&args),

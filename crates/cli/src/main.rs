@@ -527,6 +527,8 @@ fn main() -> ExitCode {
         let code = agent_tools_bash::launcher::main(args);
         return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
     }
+    // Before any thread starts or anything large is allocated.
+    agent_tools_cli::allocator::tune();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
