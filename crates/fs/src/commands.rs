@@ -110,8 +110,8 @@ impl Stamp {
 /// A file of the roots: its root's place among the workspaces and its path
 /// relative to that root. Not the absolute path: a table of every file is
 /// made before and after each command, and joining, hashing and comparing
-/// whole paths was most of what that cost (the index's relative paths are
-/// shared, not copied). Absolute paths are made only for what changed.
+/// whole paths was most of what that cost. Absolute paths are made only for
+/// what changed.
 type Key = (usize, Arc<str>);
 
 /// The roots' files (foldhash: the standard SipHash was a good part of the
@@ -232,8 +232,7 @@ impl CommandWatch {
         };
         if let (Some(index), [ws]) = (index, workspaces)
             && index.root() == ws.root()
-            // Files and directories in one wait on the watcher, the paths
-            // shared with the index rather than copied and sorted.
+            // Files and directories in one wait on the watcher, unsorted.
             && let Ok(snapshot) = index.snapshot("")
         {
             if snapshot.files.len() > self.max_files {

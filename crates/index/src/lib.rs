@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod names;
+mod paths;
 mod postings;
 mod query;
 mod state;

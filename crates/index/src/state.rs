@@ -18,6 +18,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
+use crate::paths::{PathRef, PathStore};
 use crate::postings::{BATCH_FILES, Batch, Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
@@ -159,7 +160,8 @@ const MAX_LINKED_CHECKED: usize = 1024;
 
 #[derive(Debug)]
 struct FileRecord {
-    path: Arc<str>,
+    /// Its path, in the table's [`PathStore`].
+    path: PathRef,
     stamp: Stamp,
     content: Content,
     /// Bytes of text indexed (0 unless indexed).
@@ -188,9 +190,10 @@ pub struct ListedFile {
     pub size: u64,
 }
 
-/// The files and directories the index lists below a directory, sharing
-/// the index's own paths (no path is copied): for a caller that compares
-/// two of them, such as the listing before and after a command.
+/// The files and directories the index lists below a directory, unsorted,
+/// taken in one look: for a caller that compares two of them, such as the
+/// listing before and after a command. Each path is its own shared string,
+/// so a caller keeps them as keys without copying them again.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// The listed files (not ignored), in no particular order.
@@ -325,24 +328,22 @@ impl PathIds {
         self.hasher.hash_one(path)
     }
 
-    fn get(&self, files: &[FileRecord], rel: &str) -> Option<u32> {
-        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
+    fn get(&self, records: Records<'_>, rel: &str) -> Option<u32> {
         self.table
-            .find(self.hash(rel), |id| path_of(id) == Some(rel))
+            .find(self.hash(rel), |&id| records.path(id) == Some(rel))
             .copied()
     }
 
-    /// Maps the path of `files[id]` to `id`; returns the id it mapped to
+    /// Maps the path of record `id` to `id`; returns the id it mapped to
     /// before.
-    fn insert(&mut self, files: &[FileRecord], id: u32) -> Option<u32> {
-        let path = &*files.get(id as usize)?.path;
+    fn insert(&mut self, records: Records<'_>, id: u32) -> Option<u32> {
+        let path = records.path(id)?;
         let hash = self.hash(path);
-        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
         let hasher = &self.hasher;
         match self.table.entry(
             hash,
-            |known| path_of(known) == Some(path),
-            |known| path_of(known).map_or(0, |p| hasher.hash_one(p)),
+            |&known| records.path(known) == Some(path),
+            |&known| records.path(known).map_or(0, |p| hasher.hash_one(p)),
         ) {
             hashbrown::hash_table::Entry::Occupied(mut entry) => {
                 Some(std::mem::replace(entry.get_mut(), id))
@@ -356,19 +357,16 @@ impl PathIds {
 
     /// Makes room for `additional` more paths at once, so a build's table
     /// is not rehashed as it grows.
-    fn reserve(&mut self, files: &[FileRecord], additional: usize) {
+    fn reserve(&mut self, records: Records<'_>, additional: usize) {
         let hasher = &self.hasher;
-        self.table.reserve(additional, |id| {
-            files
-                .get(*id as usize)
-                .map_or(0, |record| hasher.hash_one(&*record.path))
+        self.table.reserve(additional, |&id| {
+            records.path(id).map_or(0, |path| hasher.hash_one(path))
         });
     }
 
-    fn remove(&mut self, files: &[FileRecord], rel: &str) -> Option<u32> {
-        let path_of = |id: &u32| files.get(*id as usize).map(|r| &*r.path);
+    fn remove(&mut self, records: Records<'_>, rel: &str) -> Option<u32> {
         self.table
-            .find_entry(self.hash(rel), |id| path_of(id) == Some(rel))
+            .find_entry(self.hash(rel), |&id| records.path(id) == Some(rel))
             .ok()
             .map(|entry| entry.remove().0)
     }
@@ -384,6 +382,27 @@ impl PathIds {
     fn heap_bytes(&self) -> usize {
         // A slot and a control byte each.
         self.table.capacity() * 5
+    }
+}
+
+/// The file records and the store their paths lie in: what looks a path
+/// up by id.
+#[derive(Clone, Copy)]
+struct Records<'a> {
+    files: &'a [FileRecord],
+    paths: &'a PathStore,
+}
+
+impl<'a> Records<'a> {
+    fn of(files: &'a [FileRecord], paths: &'a PathStore) -> Records<'a> {
+        Records { files, paths }
+    }
+
+    /// The path of record `id`.
+    fn path(&self, id: u32) -> Option<&'a str> {
+        self.files
+            .get(id as usize)
+            .map(|record| self.paths.get(record.path))
     }
 }
 
@@ -406,6 +425,8 @@ pub(crate) struct State {
     global_bytes: Option<Vec<u8>>,
     global: Option<Gitignore>,
     files: Vec<FileRecord>,
+    /// The records' paths.
+    paths: PathStore,
     by_path: PathIds,
     /// File ids by base name and extension, for globs.
     names: NameIndex,
@@ -431,7 +452,7 @@ pub(crate) struct State {
     /// name makes no event here, so each is a candidate for every search
     /// and is read again when its stamp changed (see
     /// [`linked_changed`](Self::linked_changed)).
-    linked: BTreeSet<Arc<str>>,
+    linked: BTreeSet<String>,
     /// Set when the index is being dropped: walks stop early (their
     /// partial result is never used).
     stop: Arc<AtomicBool>,
@@ -626,8 +647,7 @@ fn is_replaced_or_gone(err: &std::io::Error) -> bool {
 #[derive(Default)]
 struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
-    /// Shared with the file table once read, so the build allocates
-    /// each path once. A walk that feeds readers hands them each
+    /// A walk that feeds readers hands them each
     /// directory's files instead (this is left empty).
     files: Vec<Arc<str>>,
     /// Regular files the rules ignore (or named `.git`).
@@ -655,6 +675,7 @@ impl State {
             limits,
             hidden_dir,
             files: Vec::new(),
+            paths: PathStore::default(),
             by_path: PathIds::default(),
             names: NameIndex::default(),
             dirs: BTreeMap::new(),
@@ -744,10 +765,14 @@ impl State {
                 (merge_in_halves(&group), group)
             });
             let total = reads.iter().map(Vec::len).sum();
+            let path_bytes = reads.iter().flatten().map(|(path, _)| path.len()).sum();
             state.files.reserve(total);
-            state.by_path.reserve(&state.files, total);
+            state.paths = PathStore::with_capacity(path_bytes);
+            state
+                .by_path
+                .reserve(Records::of(&state.files, &state.paths), total);
             for (path, read) in reads.iter().flatten() {
-                state.push_shared(Arc::clone(path), read);
+                state.push_file(path, read);
             }
             merging
                 .join()
@@ -1022,13 +1047,7 @@ impl State {
 
     /// Adds a file record for a read; returns its id.
     fn push_file(&mut self, rel: &str, read: &Read1) -> u32 {
-        self.push_shared(Arc::from(rel), read)
-    }
-
-    /// [`push_file`](Self::push_file) with the path already shared.
-    fn push_shared(&mut self, path: Arc<str>, read: &Read1) -> u32 {
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
-        let rel: &str = &path;
         let (content, postings) = match &read.outcome {
             Ok(_) if read.binary_from_start => (Content::BinaryFromStart, 0),
             Ok(trigrams) => (Content::Indexed, trigrams.len() as u64 + read.taken),
@@ -1036,7 +1055,7 @@ impl State {
         };
         self.live_postings += postings;
         self.files.push(FileRecord {
-            path: Arc::clone(&path),
+            path: self.paths.push(rel),
             stamp: read.stamp.unwrap_or(Stamp::NONE),
             content,
             text_bytes: if content == Content::Indexed {
@@ -1051,11 +1070,14 @@ impl State {
         });
         self.names.add(id, name_of(rel));
         if read.stamp.is_some_and(|stamp| stamp.is_linked()) {
-            self.linked.insert(Arc::clone(&path));
+            self.linked.insert(rel.to_string());
         } else {
-            self.linked.remove(&path);
+            self.linked.remove(rel);
         }
-        if let Some(old) = self.by_path.insert(&self.files, id) {
+        if let Some(old) = self
+            .by_path
+            .insert(Records::of(&self.files, &self.paths), id)
+        {
             self.kill(old);
         }
         id
@@ -1073,25 +1095,27 @@ impl State {
             }
         };
         let stamp = Stamp::of(&meta);
-        if let Some(id) = self.by_path.get(&self.files, rel) {
+        if let Some(id) = self.by_path.get(Records::of(&self.files, &self.paths), rel) {
             let record = &self.files[id as usize];
             if record.content == Content::Ignored && record.stamp == stamp {
                 return;
             }
         }
         let id = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
-        let path: Arc<str> = Arc::from(rel);
         self.names.add(id, name_of(rel));
-        self.linked.remove(&path);
+        self.linked.remove(rel);
         self.files.push(FileRecord {
-            path: Arc::clone(&path),
+            path: self.paths.push(rel),
             stamp,
             content: Content::Ignored,
             text_bytes: 0,
             postings: 0,
             nul_at: u32::MAX,
         });
-        if let Some(old) = self.by_path.insert(&self.files, id) {
+        if let Some(old) = self
+            .by_path
+            .insert(Records::of(&self.files, &self.paths), id)
+        {
             self.kill(old);
         }
     }
@@ -1367,7 +1391,7 @@ impl State {
         self.linked
             .iter()
             .filter(|rel| {
-                let Some(id) = self.by_path.get(&self.files, rel) else {
+                let Some(id) = self.by_path.get(Records::of(&self.files, &self.paths), rel) else {
                     return false;
                 };
                 let known = self.files[id as usize].stamp;
@@ -1450,12 +1474,15 @@ impl State {
         }
         for rel in &listing.files {
             // A file that was ignored until now is read even if unchanged.
-            let unchanged = self.by_path.get(&self.files, rel).is_some_and(|id| {
-                let record = &self.files[id as usize];
-                record.content != Content::Ignored
-                    && beneath::metadata(&self.root_dir, rel)
-                        .is_ok_and(|meta| Stamp::of(&meta) == record.stamp)
-            });
+            let unchanged = self
+                .by_path
+                .get(Records::of(&self.files, &self.paths), rel)
+                .is_some_and(|id| {
+                    let record = &self.files[id as usize];
+                    record.content != Content::Ignored
+                        && beneath::metadata(&self.root_dir, rel)
+                            .is_ok_and(|meta| Stamp::of(&meta) == record.stamp)
+                });
             if !unchanged {
                 self.index_one(rel);
             }
@@ -1517,9 +1544,10 @@ impl State {
     }
 
     fn files_within(&self, dir: &str) -> Vec<String> {
+        let records = Records::of(&self.files, &self.paths);
         self.by_path
             .ids()
-            .map(|id| &self.files[id as usize].path)
+            .filter_map(|id| records.path(id))
             .filter(|p| is_within(p, dir))
             .map(|p| p.to_string())
             .collect()
@@ -1527,7 +1555,10 @@ impl State {
 
     fn remove_file(&mut self, rel: &str) {
         self.linked.remove(rel);
-        if let Some(id) = self.by_path.remove(&self.files, rel) {
+        if let Some(id) = self
+            .by_path
+            .remove(Records::of(&self.files, &self.paths), rel)
+        {
             self.kill(id);
         }
     }
@@ -1599,16 +1630,30 @@ impl State {
         let merged = Segment::merge(&parts, |id| remap.get(id as usize).copied().flatten());
         self.segments = vec![merged];
         let files = std::mem::take(&mut self.files);
+        let old_paths = std::mem::take(&mut self.paths);
+        let live_bytes = files
+            .iter()
+            .filter(|r| r.content != Content::Dead)
+            .map(|r| old_paths.get(r.path).len())
+            .sum();
+        // The dead records' paths go with them.
+        self.paths = PathStore::with_capacity(live_bytes);
         self.files = files
             .into_iter()
             .filter(|r| r.content != Content::Dead)
+            .map(|record| FileRecord {
+                path: self.paths.push(old_paths.get(record.path)),
+                ..record
+            })
             .collect();
+        drop(old_paths);
         self.names.clear();
         self.by_path.clear();
         for (id, record) in self.files.iter().enumerate() {
             let id = u32::try_from(id).unwrap_or(u32::MAX);
-            self.by_path.insert(&self.files, id);
-            self.names.add(id, name_of(&record.path));
+            self.by_path
+                .insert(Records::of(&self.files, &self.paths), id);
+            self.names.add(id, name_of(self.paths.get(record.path)));
         }
         self.names.compact();
         self.dead = 0;
@@ -1646,9 +1691,13 @@ impl State {
     pub(crate) fn list_where(&self, under: &str, keep: impl Fn(&str) -> bool) -> Vec<ListedFile> {
         self.files
             .iter()
-            .filter(|r| r.is_listed() && is_within(&r.path, under) && keep(&r.path))
+            .filter(|r| {
+                r.is_listed()
+                    && is_within(self.paths.get(r.path), under)
+                    && keep(self.paths.get(r.path))
+            })
             .map(|r| ListedFile {
-                path: r.path.to_string(),
+                path: self.paths.get(r.path).to_string(),
                 modified: r.stamp.modified(),
                 size: r.stamp.size,
             })
@@ -1670,8 +1719,12 @@ impl State {
             .ids(filter)
             .into_iter()
             .filter_map(|id| self.files.get(id as usize))
-            .filter(|r| r.is_listed() && is_within(&r.path, under) && keep(&r.path))
-            .map(FileRecord::listed)
+            .filter(|r| {
+                r.is_listed()
+                    && is_within(self.paths.get(r.path), under)
+                    && keep(self.paths.get(r.path))
+            })
+            .map(|r| r.listed(&self.paths))
             .collect()
     }
 
@@ -1680,9 +1733,9 @@ impl State {
         let mut out: Vec<ListedFile> = self
             .files
             .iter()
-            .filter(|r| r.is_listed() && is_within(&r.path, under))
+            .filter(|r| r.is_listed() && is_within(self.paths.get(r.path), under))
             .map(|r| ListedFile {
-                path: r.path.to_string(),
+                path: self.paths.get(r.path).to_string(),
                 modified: r.stamp.modified(),
                 size: r.stamp.size,
             })
@@ -1697,9 +1750,9 @@ impl State {
             files: self
                 .files
                 .iter()
-                .filter(|r| r.is_listed() && is_within(&r.path, under))
+                .filter(|r| r.is_listed() && is_within(self.paths.get(r.path), under))
                 .map(|r| SnapshotFile {
-                    path: Arc::clone(&r.path),
+                    path: Arc::from(self.paths.get(r.path)),
                     size: r.stamp.size,
                     modified: r.stamp.modified(),
                 })
@@ -1746,8 +1799,8 @@ impl State {
             .files
             .iter()
             .enumerate()
-            .filter(|(id, r)| is_within(&r.path, under) && pick(*id, r))
-            .map(|(_, r)| r.path.to_string())
+            .filter(|(id, r)| is_within(self.paths.get(r.path), under) && pick(*id, r))
+            .map(|(_, r)| self.paths.get(r.path).to_string())
             .collect();
         paths.sort_unstable();
         paths
@@ -1762,7 +1815,11 @@ impl State {
         filter: Option<&NameFilter>,
         keep: impl Fn(&str) -> bool,
     ) -> Tree {
-        let wanted = |r: &FileRecord| r.is_present() && is_within(&r.path, under) && keep(&r.path);
+        let wanted = |r: &FileRecord| {
+            r.is_present()
+                && is_within(self.paths.get(r.path), under)
+                && keep(self.paths.get(r.path))
+        };
         let files = match filter {
             Some(filter) => self
                 .names
@@ -1770,13 +1827,13 @@ impl State {
                 .into_iter()
                 .filter_map(|id| self.files.get(id as usize))
                 .filter(|r| wanted(r))
-                .map(FileRecord::listed)
+                .map(|r| r.listed(&self.paths))
                 .collect(),
             None => self
                 .files
                 .iter()
                 .filter(|r| wanted(r))
-                .map(FileRecord::listed)
+                .map(|r| r.listed(&self.paths))
                 .collect(),
         };
         let dirs = self.dirs_below(under);
@@ -1861,10 +1918,9 @@ impl State {
                 .iter()
                 .map(|(_, t)| t.capacity() as u64 * 4 + 32)
                 .sum::<u64>();
-        // A record, its path (shared with the path map) and a map slot.
-        let paths: u64 = self.files.iter().map(|r| r.path.len() as u64 + 16).sum();
+        // A record, its path's bytes in the store and a map slot.
         stats.table_bytes = self.files.len() as u64 * std::mem::size_of::<FileRecord>() as u64
-            + paths
+            + self.paths.heap_bytes() as u64
             + self.by_path.heap_bytes() as u64
             + self.dirs.keys().map(|d| d.len() as u64 + 64).sum::<u64>()
             + self.pruned.iter().map(|d| d.len() as u64 + 48).sum::<u64>()
@@ -1877,7 +1933,9 @@ impl State {
     /// Why a file is always a candidate (for tests and status).
     #[cfg(test)]
     pub(crate) fn always_reason(&self, rel: &str) -> Option<AlwaysReason> {
-        let id = self.by_path.get(&self.files, rel)?;
+        let id = self
+            .by_path
+            .get(Records::of(&self.files, &self.paths), rel)?;
         match self.files[id as usize].content {
             Content::Always(why) => Some(why),
             _ => None,
@@ -1886,9 +1944,9 @@ impl State {
 }
 
 impl FileRecord {
-    fn listed(&self) -> ListedFile {
+    fn listed(&self, paths: &PathStore) -> ListedFile {
         ListedFile {
-            path: self.path.to_string(),
+            path: paths.get(self.path).to_string(),
             modified: self.stamp.modified(),
             size: self.stamp.size,
         }
@@ -2446,6 +2504,38 @@ mod tests {
         assert_eq!(state.candidates(&query("common"), "").len(), 10);
         assert!(state.candidates(&query("word3"), "").is_empty());
         assert!(state.files.len() < 300, "dead files were dropped on merge");
+        // The dead records' paths went with them, and every live record
+        // still finds its own.
+        let live: Vec<&str> = state
+            .files
+            .iter()
+            .filter(|r| r.is_present())
+            .map(|r| state.paths.get(r.path))
+            .collect();
+        let stored: usize = state
+            .files
+            .iter()
+            .map(|r| state.paths.get(r.path).len())
+            .sum();
+        assert!(
+            state.paths.heap_bytes() < 300 * 2,
+            "{} bytes for the paths of {} records",
+            state.paths.heap_bytes(),
+            state.files.len()
+        );
+        assert!(stored < 300 * 2);
+        for i in 0..10 {
+            let name = format!("f{i}");
+            assert!(live.contains(&name.as_str()), "{name} in {live:?}");
+            let id = state
+                .by_path
+                .get(Records::of(&state.files, &state.paths), &name)
+                .unwrap_or_else(|| panic!("{name} has an id"));
+            assert_eq!(
+                Records::of(&state.files, &state.paths).path(id),
+                Some(name.as_str())
+            );
+        }
         Ok(())
     }
 
