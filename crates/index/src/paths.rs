@@ -53,6 +53,64 @@ impl PathStore {
     }
 }
 
+/// Paths listed together, end to end in one string: a directory's files
+/// as the build's walk hands them to its readers. Listing a million files
+/// as a string each made a million small blocks on the walk's thread, kept
+/// until the build ended among the blocks the walk keeps (its directories'
+/// records and watches), so the memory they had taken could not be given
+/// back; a list per directory makes a few thousand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PathList {
+    text: String,
+    /// Where each path ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl PathList {
+    /// Appends `path`.
+    pub(crate) fn push(&mut self, path: &str) {
+        self.text.push_str(path);
+        self.ends.push(self.text.len());
+    }
+
+    /// How many paths it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Its paths, in the order pushed.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| self.text.get(start..end).unwrap_or_default())
+    }
+
+    /// Splits the list in two at the `at`-th path: this keeps those before
+    /// it, the list returned holds the rest.
+    pub(crate) fn split_off(&mut self, at: usize) -> PathList {
+        if at >= self.ends.len() {
+            return PathList::default();
+        }
+        let Some(&start) = at.checked_sub(1).and_then(|last| self.ends.get(last)) else {
+            return std::mem::take(self);
+        };
+        let text = self.text.split_off(start);
+        let ends = self
+            .ends
+            .split_off(at)
+            .into_iter()
+            .map(|end| end - start)
+            .collect();
+        PathList { text, ends }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +128,25 @@ mod tests {
         assert_eq!(store.text, "src/lib.rsé/ü.txt");
         let other = PathStore::default();
         assert_eq!(other.get(b), "");
+    }
+
+    #[test]
+    fn lists_read_back_and_split_where_asked() {
+        let names = ["a", "", "dir/é.rs", "b/c", "last"];
+        let mut list = PathList::default();
+        assert!(list.is_empty());
+        for name in names {
+            list.push(name);
+        }
+        assert_eq!(list.len(), 5);
+        assert_eq!(list.iter().collect::<Vec<_>>(), names);
+        for at in 0..=6 {
+            let mut front = list.clone();
+            let back = front.split_off(at);
+            let cut = at.min(names.len());
+            assert_eq!(front.iter().collect::<Vec<_>>(), names[..cut], "at {at}");
+            assert_eq!(back.iter().collect::<Vec<_>>(), names[cut..], "at {at}");
+            assert_eq!(front.len() + back.len(), names.len());
+        }
     }
 }

@@ -18,7 +18,7 @@ use ignore::gitignore::Gitignore;
 use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
-use crate::paths::{PathRef, PathStore};
+use crate::paths::{PathList, PathRef, PathStore};
 use crate::postings::{BATCH_FILES, Batch, Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
@@ -512,11 +512,13 @@ impl Read1 {
 }
 
 /// What a build reader made: its segments (ids from 0, in the order it
-/// read), the files it read in that order, and its scratch (freed once
-/// the index's own tables are made, see [`State::build`]).
+/// read), the files it read in that order (the chunks it took, and a read
+/// for each of their paths), and its scratch (freed once the index's own
+/// tables are made, see [`State::build`]).
 struct Reader {
     segments: Vec<Segment>,
-    reads: Vec<(Arc<str>, Read1)>,
+    chunks: Vec<PathList>,
+    reads: Vec<Read1>,
     scratch: ReaderScratch,
 }
 
@@ -530,7 +532,7 @@ struct Feed {
 
 #[derive(Default)]
 struct Queue {
-    chunks: VecDeque<Vec<Arc<str>>>,
+    chunks: VecDeque<PathList>,
     /// The walk is over: once the chunks are taken, readers stop.
     closed: bool,
     /// The walk failed: readers stop at once.
@@ -543,7 +545,7 @@ impl Feed {
     }
 
     /// Hands a directory's files to the readers.
-    fn push(&self, mut files: Vec<Arc<str>>) {
+    fn push(&self, mut files: PathList) {
         if files.is_empty() {
             return;
         }
@@ -559,7 +561,7 @@ impl Feed {
 
     /// The next chunk, waiting for the walk to list one; `None` once the
     /// walk is over and every chunk is taken, or it failed.
-    fn next(&self) -> Option<Vec<Arc<str>>> {
+    fn next(&self) -> Option<PathList> {
         let mut queue = self.lock();
         loop {
             if queue.abandoned {
@@ -649,7 +651,7 @@ struct Listing {
     dirs: Vec<(String, Option<Arc<RuleLevel>>, u64)>,
     /// A walk that feeds readers hands them each
     /// directory's files instead (this is left empty).
-    files: Vec<Arc<str>>,
+    files: PathList,
     /// Regular files the rules ignore (or named `.git`).
     ignored_files: Vec<String>,
     /// Directories the rules ignore, `.git` directories, the scratch
@@ -744,9 +746,11 @@ impl State {
         // The readers' segments, each reader's shifted past the files of
         // those before it, are merged (on two threads) while this one
         // fills the file table: neither needs the other.
-        let (mut segments, mut reads, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut segments, mut chunks, mut reads, mut scratch) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for reader in readers {
             segments.push(reader.segments);
+            chunks.push(reader.chunks);
             reads.push(reader.reads);
             scratch.push(reader.scratch);
         }
@@ -765,13 +769,14 @@ impl State {
                 (merge_in_halves(&group), group)
             });
             let total = reads.iter().map(Vec::len).sum();
-            let path_bytes = reads.iter().flatten().map(|(path, _)| path.len()).sum();
+            let paths = || chunks.iter().flatten().flat_map(PathList::iter);
+            let path_bytes = paths().map(str::len).sum();
             state.files.reserve(total);
             state.paths = PathStore::with_capacity(path_bytes);
             state
                 .by_path
                 .reserve(Records::of(&state.files, &state.paths), total);
-            for (path, read) in reads.iter().flatten() {
+            for (path, read) in paths().zip(reads.iter().flatten()) {
                 state.push_file(path, read);
             }
             merging
@@ -790,7 +795,7 @@ impl State {
         // any such block freed, so freeing these earlier made the index's
         // own tables come from its heaps, beside the build's freed memory,
         // which it then kept (the process held tens of megabytes more).
-        drop((reads, group, scratch, listing));
+        drop((chunks, reads, group, scratch, listing));
         Ok(state)
     }
 
@@ -825,12 +830,13 @@ impl State {
         } = &mut scratch;
         let mut tiers = Tiers::default();
         let mut folders = Folder::default();
-        let mut reads: Vec<(Arc<str>, Read1)> = Vec::new();
+        let mut chunks = Vec::new();
+        let mut reads = Vec::new();
         // What was held after this reader last merged all it holds: it
         // does so again only once that grew by an eighth of the budget, so
         // a full index is not merged over and over.
         let mut collapsed_at = 0u64;
-        while let Some(chunk) = feed.next() {
+        while let Some(mut chunk) = feed.next() {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -844,12 +850,13 @@ impl State {
             if batch.files() + chunk.len() > BATCH_FILES {
                 tiers.push(batch.take_segment(), held);
             }
-            for path in chunk {
+            let before = reads.len();
+            for path in chunk.iter() {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let id = u32::try_from(reads.len()).unwrap_or(u32::MAX);
-                let opened = folders.open(&self.root_dir, &path);
+                let opened = folders.open(&self.root_dir, path);
                 let read = self.read_opened(opened, bytes, |text| {
                     let count = collector.collect_into(text, found);
                     if count > 0 && held.load(Ordering::Relaxed) > leave_out_past {
@@ -860,8 +867,15 @@ impl State {
                     }
                     Ok((Vec::new(), count as u64))
                 });
-                reads.push((path, read));
+                reads.push(read);
             }
+            // Stopped midway, the paths not read are dropped, so each path
+            // kept has its read.
+            let read = reads.len() - before;
+            if read < chunk.len() {
+                chunk.split_off(read);
+            }
+            chunks.push(chunk);
             if batch.pairs() >= BATCH_PAIRS {
                 tiers.push(batch.take_segment(), held);
             }
@@ -871,6 +885,7 @@ impl State {
         }
         Reader {
             segments: tiers.segments.into_iter().map(|(_, s)| s).collect(),
+            chunks,
             reads,
             scratch,
         }
@@ -1248,7 +1263,7 @@ impl State {
                     {
                         listing.ignored_files.push(rel);
                     } else {
-                        listing.files.push(Arc::from(rel));
+                        listing.files.push(&rel);
                     }
                 }
             }
@@ -1461,7 +1476,6 @@ impl State {
         let found: BTreeSet<&str> = listing
             .files
             .iter()
-            .map(|f| &**f)
             .chain(listing.ignored_files.iter().map(String::as_str))
             .collect();
         let gone_files: Vec<String> = self
@@ -1472,7 +1486,7 @@ impl State {
         for gone in gone_files {
             self.remove_file(&gone);
         }
-        for rel in &listing.files {
+        for rel in listing.files.iter() {
             // A file that was ignored until now is read even if unchanged.
             let unchanged = self
                 .by_path
@@ -1502,7 +1516,7 @@ impl State {
         let stop = Arc::clone(&self.stop);
         let listing = self.walk(dir, parent_rules, watch, &stop, None)?;
         self.adopt_listing_dirs(&listing);
-        for rel in &listing.files {
+        for rel in listing.files.iter() {
             self.index_one(rel);
         }
         for rel in &listing.ignored_files {
@@ -2705,16 +2719,20 @@ mod tests {
     #[test]
     fn the_feed_hands_out_chunks_in_order_until_closed_or_abandoned() {
         let feed = Feed::default();
-        let paths: Vec<Arc<str>> = (0..BUILD_CHUNK * 2 + 3)
-            .map(|n| Arc::from(format!("d/f{n}")))
+        let paths: Vec<String> = (0..BUILD_CHUNK * 2 + 3)
+            .map(|n| format!("d/f{n}"))
             .collect();
-        feed.push(paths.clone());
-        feed.push(Vec::new());
+        let mut list = PathList::default();
+        for path in &paths {
+            list.push(path);
+        }
+        feed.push(list);
+        feed.push(PathList::default());
         feed.close();
         let mut taken = Vec::new();
         while let Some(chunk) = feed.next() {
             assert!(!chunk.is_empty() && chunk.len() <= BUILD_CHUNK);
-            taken.extend(chunk);
+            taken.extend(chunk.iter().map(str::to_string));
         }
         assert_eq!(taken, paths);
         // Abandoned, nothing more is handed out, even what was queued; a
@@ -2722,7 +2740,9 @@ mod tests {
         let feed = Feed::default();
         std::thread::scope(|scope| {
             let waiting = scope.spawn(|| feed.next());
-            feed.push(vec![Arc::from("x")]);
+            let mut one = PathList::default();
+            one.push("x");
+            feed.push(one);
             feed.abandon();
             let got = waiting
                 .join()
