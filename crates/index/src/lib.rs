@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod hooks;
 mod names;
 mod paths;
 mod postings;
@@ -49,6 +50,7 @@ mod query;
 mod state;
 mod watch;
 
+pub use hooks::{BuildHooks, set_build_hooks};
 pub use names::NameFilter;
 pub use query::{Query, regex_query};
 pub use state::{

@@ -747,21 +747,23 @@ fn run(shared: &Shared, events: Sender<Message>, receiver: &Receiver<Message>) {
     // readers do, so a fresh server's first calls are not slowed by it; this
     // thread keeps the ordinary priority to apply events, which queries
     // wait for.
-    let built = std::thread::scope(|scope| {
-        let build = std::thread::Builder::new()
-            .name("workspace-index-build".into())
-            .spawn_scoped(scope, || {
-                crate::state::yield_to_the_tools();
-                State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop))
-            });
-        match build {
-            Ok(build) => build
-                .join()
-                .unwrap_or_else(|_| Err(WatchFailure::Other("the build panicked".into()))),
-            Err(err) => Err(WatchFailure::Other(format!(
-                "cannot start the build's thread: {err}"
-            ))),
-        }
+    let built = crate::hooks::around_build(|| {
+        std::thread::scope(|scope| {
+            let build = std::thread::Builder::new()
+                .name("workspace-index-build".into())
+                .spawn_scoped(scope, || {
+                    crate::state::yield_to_the_tools();
+                    State::build(root, limits, hidden, &mut watches, Arc::clone(&shared.stop))
+                });
+            match build {
+                Ok(build) => build
+                    .join()
+                    .unwrap_or_else(|_| Err(WatchFailure::Other("the build panicked".into()))),
+                Err(err) => Err(WatchFailure::Other(format!(
+                    "cannot start the build's thread: {err}"
+                ))),
+            }
+        })
     });
     let state = match built {
         Ok(state) => state,
