@@ -8,8 +8,12 @@
 //! what the build had freed: on a million-file tree the server held
 //! 450–555 MB once ready, of which about 100 MB was free memory, the
 //! amount changing from run to run with how the build's threads met.
-//! Fixed at 4 MiB while an index builds, the same build left 443–503 MB
-//! in seven runs. Once no index builds, both are fixed at what glibc's
+//! Fixed at 1 MiB and 128 KiB while an index builds, the same build
+//! leaves 435 MB, and smaller trees less than with glibc's own sliding
+//! (10,000 files: 16 MB against 19; 100,000: 55 MB against 65); at 4 MiB
+//! each, 443–503 MB, but 37 and 86 MB for the smaller trees, whose
+//! 2 MiB blocks then stayed in the heaps. Once no index builds, both are
+//! fixed at what glibc's
 //! sliding ones reach at most, so the blocks of a large file's read or
 //! edit are reused from the heaps rather than mapped and faulted in
 //! afresh on every call. (Setting either threshold stops both sliding.)
@@ -19,9 +23,9 @@ use std::sync::{Mutex, PoisonError};
 /// What [`tune`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tuning {
-    /// The thresholds are fixed: at [`BUILD_THRESHOLD`] while an index
-    /// builds, at [`STEADY_MMAP_THRESHOLD`] and [`STEADY_TRIM_THRESHOLD`]
-    /// otherwise.
+    /// The thresholds are fixed: at [`BUILD_MMAP_THRESHOLD`] and
+    /// [`BUILD_TRIM_THRESHOLD`] while an index builds, at
+    /// [`STEADY_MMAP_THRESHOLD`] and [`STEADY_TRIM_THRESHOLD`] otherwise.
     Fixed,
     /// `GLIBC_TUNABLES` sets malloc's own settings: they are kept.
     LeftToTheEnvironment,
@@ -29,13 +33,17 @@ pub enum Tuning {
     Unavailable,
 }
 
-/// Both thresholds, in bytes, while an index builds.
-pub const BUILD_THRESHOLD: i32 = 4 << 20;
+/// The mapping threshold, in bytes, while an index builds.
+pub const BUILD_MMAP_THRESHOLD: i32 = 1 << 20;
+
+/// The trimming threshold, in bytes, while an index builds: glibc's
+/// starting value.
+pub const BUILD_TRIM_THRESHOLD: i32 = 128 << 10;
 
 /// The mapping threshold otherwise: the most glibc's sliding one reaches
 /// (32 MiB on 64-bit systems), which a server reaches anyway after its
 /// first edit of a large file. A block under it is reused from the heaps:
-/// fixed at 4 MiB, each edit of a 10 MB file mapped and faulted in its
+/// fixed at 4 MiB, every edit of a 10 MB file mapped and faulted in its
 /// buffers afresh and took twice as long (33 ms against 16–24 ms).
 pub const STEADY_MMAP_THRESHOLD: i32 = 32 << 20;
 
@@ -73,7 +81,7 @@ pub fn tune() -> Tuning {
 /// The mapping and trimming thresholds while `building` indexes build.
 fn thresholds(building: usize) -> (i32, i32) {
     if building > 0 {
-        (BUILD_THRESHOLD, BUILD_THRESHOLD)
+        (BUILD_MMAP_THRESHOLD, BUILD_TRIM_THRESHOLD)
     } else {
         (STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD)
     }
@@ -140,8 +148,8 @@ mod tests {
             thresholds(0),
             (STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD)
         );
-        assert_eq!(thresholds(1), (BUILD_THRESHOLD, BUILD_THRESHOLD));
-        assert_eq!(thresholds(2), (BUILD_THRESHOLD, BUILD_THRESHOLD));
+        assert_eq!(thresholds(1), (BUILD_MMAP_THRESHOLD, BUILD_TRIM_THRESHOLD));
+        assert_eq!(thresholds(2), (BUILD_MMAP_THRESHOLD, BUILD_TRIM_THRESHOLD));
         build_started();
         build_started();
         build_finished();
