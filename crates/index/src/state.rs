@@ -19,7 +19,7 @@ use cap_std::fs::Dir;
 
 use crate::names::{NameFilter, NameIndex};
 use crate::paths::{PathList, PathRef, PathStore};
-use crate::postings::{BATCH_FILES, Batch, Segment, Trigram, TrigramCollector};
+use crate::postings::{Batch, Segment, Trigram, TrigramCollector};
 use crate::query::{Postings, Query, evaluate};
 use agent_tools_walk::beneath;
 use agent_tools_walk::rules::{
@@ -847,7 +847,8 @@ impl State {
                 tiers.settle(held);
                 collapsed_at = held.load(Ordering::Relaxed);
             }
-            if batch.files() + chunk.len() > BATCH_FILES {
+            let last_id = reads.len().saturating_add(chunk.len()).saturating_sub(1);
+            if !batch.reaches(u32::try_from(last_id).unwrap_or(u32::MAX)) {
                 tiers.push(batch.take_segment(), held);
             }
             let before = reads.len();
