@@ -239,6 +239,12 @@ impl Batch {
 /// bytes), keeping the order of pairs with the same bits: pairs are added
 /// file by file, so they come out sorted by trigram, then file. Two
 /// counting passes of a byte each (the counts of both taken in one read).
+///
+/// The first half of the pairs and the second are counted and placed side
+/// by side, each with counts of its own (the second's places start after
+/// the first's in every slot, so the order stays stable): a pass that
+/// counts or places one pair at a time waits, whenever two pairs in a row
+/// share a byte, for the count the first one wrote.
 fn sort_bucket(pairs: &mut [u32], scratch: &mut Vec<u32>) {
     if pairs.len() < 64 {
         // Pairs are distinct and a file's place is in the low bits, so
@@ -246,22 +252,54 @@ fn sort_bucket(pairs: &mut [u32], scratch: &mut Vec<u32>) {
         pairs.sort_unstable();
         return;
     }
-    let mut counts = [[0usize; 256]; 2];
-    for &pair in pairs.iter() {
-        counts[0][((pair >> 16) & 0xFF) as usize] += 1;
-        counts[1][(pair >> 24) as usize] += 1;
+    let mid = pairs.len() / 2;
+    let (first, second) = pairs.split_at(mid);
+    // [half][byte]: the third byte of the trigram, and the second.
+    let mut thirds = [[0u32; 256]; 2];
+    let mut seconds = [0u32; 256];
+    let mut seconds_too = [0u32; 256];
+    for (&a, &b) in first.iter().zip(second) {
+        thirds[0][((a >> 16) & 0xFF) as usize] += 1;
+        thirds[1][((b >> 16) & 0xFF) as usize] += 1;
+        seconds[(a >> 24) as usize] += 1;
+        seconds_too[(b >> 24) as usize] += 1;
+    }
+    if let Some(&last) = second.get(first.len()) {
+        thirds[1][((last >> 16) & 0xFF) as usize] += 1;
+        seconds_too[(last >> 24) as usize] += 1;
+    }
+    for (one, other) in seconds.iter_mut().zip(&seconds_too) {
+        *one += other;
     }
     scratch.clear();
     scratch.resize(pairs.len(), 0);
     // From the bucket to the scratch by the third byte of the trigram,
     // then back by the second: the bucket keeps its own room.
-    scatter(pairs, scratch, &counts[0], 16);
-    scatter(scratch, pairs, &counts[1], 24);
+    let mut starts = [[0u32; 256]; 2];
+    let mut total = 0u32;
+    for byte in 0..256 {
+        starts[0][byte] = total;
+        starts[1][byte] = total + thirds[0][byte];
+        total += thirds[0][byte] + thirds[1][byte];
+    }
+    let [mut low, mut high] = starts;
+    for (&a, &b) in first.iter().zip(second) {
+        let at = &mut low[((a >> 16) & 0xFF) as usize];
+        scratch[*at as usize] = a;
+        *at += 1;
+        let at = &mut high[((b >> 16) & 0xFF) as usize];
+        scratch[*at as usize] = b;
+        *at += 1;
+    }
+    if let Some(&last) = second.get(first.len()) {
+        scratch[high[((last >> 16) & 0xFF) as usize] as usize] = last;
+    }
+    scatter(scratch, pairs, &seconds, 24);
 }
 
 /// One stable counting pass: `from` into `to` by the byte at `shift`.
-fn scatter(from: &[u32], to: &mut [u32], count: &[usize; 256], shift: u32) {
-    let mut starts = [0usize; 256];
+fn scatter(from: &[u32], to: &mut [u32], count: &[u32; 256], shift: u32) {
+    let mut starts = [0u32; 256];
     let mut total = 0;
     for (start, &c) in starts.iter_mut().zip(count) {
         *start = total;
@@ -269,7 +307,7 @@ fn scatter(from: &[u32], to: &mut [u32], count: &[usize; 256], shift: u32) {
     }
     for &pair in from {
         let at = &mut starts[((pair >> shift) & 0xFF) as usize];
-        to[*at] = pair;
+        to[*at as usize] = pair;
         *at += 1;
     }
 }
@@ -369,10 +407,22 @@ impl Segment {
         self.arena.extend_from_slice(&first.to_le_bytes());
         let at = self.arena.len();
         self.arena.resize(at + bitmap_bytes - 4, 0);
+        // The bits of 64 ids at a time are gathered in a word and written
+        // once: setting each id's bit in the arena made every id wait for
+        // the write of the one before, to the same byte.
+        let bits = &mut self.arena[at..];
+        let mut word = 0usize;
+        let mut gathered = 0u64;
         for id in ids {
             let bit = (id - first) as usize;
-            self.arena[at + bit / 8] |= 1 << (bit % 8);
+            if bit / 64 != word {
+                lay_word(bits, word, gathered);
+                word = bit / 64;
+                gathered = 0;
+            }
+            gathered |= 1 << (bit % 64);
         }
+        lay_word(bits, word, gathered);
     }
 
     fn seal(&mut self) {
@@ -825,6 +875,14 @@ impl Segment {
             .get(at.min(self.keys.len().saturating_sub(1)))
             .copied()
     }
+}
+
+/// Writes the 64 bits of word `word` of a bitmap (as little-endian bytes,
+/// those past its end left out).
+fn lay_word(bits: &mut [u8], word: usize, value: u64) {
+    let from = (word * 8).min(bits.len());
+    let to = (from + 8).min(bits.len());
+    bits[from..to].copy_from_slice(&value.to_le_bytes()[..to - from]);
 }
 
 fn push_varint(mut value: u32, arena: &mut Vec<u8>) {
