@@ -204,8 +204,14 @@ impl Batch {
     }
 
     /// The segment of the pairs held; the batch is left empty.
+    #[cfg(test)]
     pub(crate) fn take_segment(&mut self) -> Segment {
-        let mut segment = Segment::default();
+        self.take_segment_into(Segment::default())
+    }
+
+    /// [`take_segment`](Self::take_segment) into the room of a segment no
+    /// longer needed (see [`Segment::emptied`]).
+    pub(crate) fn take_segment_into(&mut self, mut segment: Segment) -> Segment {
         for (first, bucket) in self.buckets.iter_mut().enumerate() {
             if bucket.is_empty() {
                 continue;
@@ -423,6 +429,19 @@ impl Segment {
             gathered |= 1 << (bit % 64);
         }
         lay_word(bits, word, gathered);
+    }
+
+    /// This segment with its lists taken out and its room kept: a build
+    /// reader packs each batch into the room of a segment its tiers have
+    /// merged, rather than into fresh memory (a block that large is mapped
+    /// anew and each of its pages faulted in, for every batch).
+    pub(crate) fn emptied(mut self) -> Segment {
+        self.keys.clear();
+        self.starts.clear();
+        self.counts.clear();
+        self.arena.clear();
+        self.offset = 0;
+        self
     }
 
     fn seal(&mut self) {

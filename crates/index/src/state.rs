@@ -849,7 +849,7 @@ impl State {
             }
             let last_id = reads.len().saturating_add(chunk.len()).saturating_sub(1);
             if !batch.reaches(u32::try_from(last_id).unwrap_or(u32::MAX)) {
-                tiers.push(batch.take_segment(), held);
+                tiers.pack(batch, held);
             }
             let before = reads.len();
             for path in chunk.iter() {
@@ -878,11 +878,11 @@ impl State {
             }
             chunks.push(chunk);
             if batch.pairs() >= BATCH_PAIRS {
-                tiers.push(batch.take_segment(), held);
+                tiers.pack(batch, held);
             }
         }
         if batch.pairs() > 0 {
-            tiers.push(batch.take_segment(), held);
+            tiers.pack(batch, held);
         }
         Reader {
             segments: tiers.segments.into_iter().map(|(_, s)| s).collect(),
@@ -2076,6 +2076,9 @@ struct Tiers {
     /// The segments at the front that [`settle`](Self::settle) made or
     /// left: it does not merge them again.
     settled: usize,
+    /// Merged first-tier segments, emptied, for the next batches to be
+    /// packed into (see [`Segment::emptied`]).
+    spare: Vec<Segment>,
 }
 
 /// Segments of a tier merged into one of the next.
@@ -2124,15 +2127,30 @@ impl Tiers {
         self.settled = self.segments.len();
     }
 
+    /// Packs `batch` into a segment (in the room of a spare one when there
+    /// is one) and adds it.
+    fn pack(&mut self, batch: &mut Batch, held: &AtomicU64) {
+        let room = self.spare.pop().unwrap_or_default();
+        let segment = batch.take_segment_into(room);
+        self.push(segment, held);
+    }
+
     fn merge_last(&mut self, count: usize, tier: u32, held: &AtomicU64) {
         let at = self.segments.len() - count;
         self.settled = self.settled.min(at);
+        let first_tier = self.segments[at..].iter().all(|(t, _)| *t == 0);
         let parts: Vec<Segment> = self.segments.drain(at..).map(|(_, s)| s).collect();
         let before: u64 = parts.iter().map(|s| s.list_bytes() as u64).sum();
         let refs: Vec<&Segment> = parts.iter().collect();
         // One reader's segments: increasing ranges of ids, one group.
         let merged = Segment::merge_groups(&[refs], 0..Trigram::MAX);
-        drop(parts);
+        if first_tier {
+            // As many as the batches up to the next merge of this tier.
+            self.spare
+                .extend(parts.into_iter().take(TIER_FAN).map(Segment::emptied));
+        } else {
+            drop(parts);
+        }
         held.fetch_add(merged.list_bytes() as u64, Ordering::Relaxed);
         held.fetch_sub(before, Ordering::Relaxed);
         self.segments.push((tier, merged));
