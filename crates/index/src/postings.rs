@@ -387,11 +387,7 @@ impl Segment {
             return;
         };
         let len = ids.len();
-        self.keys.push(trigram);
-        // Arenas stay far below 4 GiB: the memory budget bounds them.
-        self.starts
-            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
-        self.counts.push(u32::try_from(len).unwrap_or(u32::MAX));
+        self.begin_list(trigram, u32::try_from(len).unwrap_or(u32::MAX));
         let bitmap_bytes = 4 + (last - first) as usize / 8 + 1;
         let tag = self.arena.len();
         // Every varint takes a byte at least: a list with more ids than the
@@ -442,6 +438,16 @@ impl Segment {
         self.arena.clear();
         self.offset = 0;
         self
+    }
+
+    /// Enters the key, start and count of a list whose bytes (its tag
+    /// first) are appended next.
+    fn begin_list(&mut self, trigram: Trigram, count: u32) {
+        self.keys.push(trigram);
+        // Arenas stay far below 4 GiB: the memory budget bounds them.
+        self.starts
+            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
+        self.counts.push(count);
     }
 
     fn seal(&mut self) {
@@ -698,10 +704,7 @@ impl Segment {
         let Ok(count) = u32::try_from(count) else {
             return false;
         };
-        self.keys.push(trigram);
-        self.starts
-            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
-        self.counts.push(count);
+        self.begin_list(trigram, count);
         self.arena.push(AS_BITMAP);
         self.arena.extend_from_slice(&first.to_le_bytes());
         let at = self.arena.len();
@@ -799,10 +802,7 @@ impl Segment {
         if count as usize > bitmap_bytes || bytes > bitmap_bytes {
             return false;
         }
-        self.keys.push(trigram);
-        self.starts
-            .push(u32::try_from(self.arena.len()).unwrap_or(u32::MAX));
-        self.counts.push(count);
+        self.begin_list(trigram, count);
         self.arena.push(AS_VARINTS);
         let mut before = 0;
         for (&(_, part, at), &(head, head_len, tail)) in hits.iter().zip(spans.iter()) {
