@@ -113,6 +113,8 @@ impl TrigramCollector {
                 fresh[new_here & (FOLD_BLOCK - 1)] = window;
                 new_here += new;
             };
+            // Four windows a turn: the loop's own count and test, once a
+            // byte, were as many instructions again as the masking saved.
             let mut quads = block.chunks_exact(4);
             for quad in &mut quads {
                 step(quad[0]);
@@ -388,7 +390,7 @@ impl Segment {
         };
         let len = ids.len();
         self.begin_list(trigram, u32::try_from(len).unwrap_or(u32::MAX));
-        let bitmap_bytes = 4 + (last - first) as usize / 8 + 1;
+        let bitmap_bytes = bitmap_bytes(first, last);
         let tag = self.arena.len();
         // Every varint takes a byte at least: a list with more ids than the
         // bitmap has bytes is a bitmap without encoding it first.
@@ -474,11 +476,9 @@ impl Segment {
     }
 
     fn decode_at(&self, at: usize, out: &mut Vec<u32>) {
-        let bytes = &self.arena[self.starts[at] as usize..self.starts[at + 1] as usize];
-        match bytes.split_first() {
+        match self.list_at(at).split_first() {
             Some((&AS_BITMAP, rest)) if rest.len() >= 4 => {
-                let first = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
-                    .wrapping_add(self.offset);
+                let first = bitmap_first(rest).wrapping_add(self.offset);
                 for (index, &byte) in rest[4..].iter().enumerate() {
                     let mut bits = byte;
                     while bits != 0 {
@@ -681,7 +681,7 @@ impl Segment {
                 }
             }
         }
-        let bitmap_bytes = |last: u32| 4 + (last - first) as usize / 8 + 1;
+        let bitmap_bytes = |last: u32| bitmap_bytes(first, last);
         // `push_list` writes a bitmap when there are more ids than its
         // bytes: with the last id only bounded below, the bitmap can only
         // be larger, so the list may not be one.
@@ -711,12 +711,11 @@ impl Segment {
         self.arena.resize(at + bitmap_bytes(last) - 4, 0);
         let bits = &mut self.arena[at..];
         for &(_, part, list) in hits {
-            let bytes = &part.arena[part.starts[list] as usize..part.starts[list + 1] as usize];
-            let Some((&AS_BITMAP, rest)) = bytes.split_first() else {
+            // Each bitmap's bytes are more than 4 (`bounds_at` said so).
+            let Some((&AS_BITMAP, rest)) = part.list_at(list).split_first() else {
                 continue;
             };
-            let head =
-                u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]).wrapping_add(part.offset);
+            let head = bitmap_first(rest).wrapping_add(part.offset);
             let offset = (head - first) as usize;
             let (skip, shift) = (offset / 8, offset % 8);
             for (n, &byte) in rest[4..].iter().enumerate() {
@@ -795,7 +794,7 @@ impl Segment {
         let Some((first, last)) = bounds else {
             return false;
         };
-        let bitmap_bytes = 4 + (last - first) as usize / 8 + 1;
+        let bitmap_bytes = bitmap_bytes(first, last);
         let Ok(count) = u32::try_from(count) else {
             return false;
         };
@@ -826,24 +825,15 @@ impl Segment {
     /// varint list's last needs decoding); `None` for an empty or
     /// malformed list.
     fn bounds_at(&self, at: usize) -> Option<(u32, Option<u32>)> {
-        let bytes = &self.arena[self.starts[at] as usize..self.starts[at + 1] as usize];
-        match bytes.split_first()? {
+        match self.list_at(at).split_first()? {
             (&AS_BITMAP, rest) if rest.len() > 4 => {
-                let first = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
-                    .wrapping_add(self.offset);
+                let first = bitmap_first(rest).wrapping_add(self.offset);
                 let (index, &byte) = rest[4..].iter().enumerate().rev().find(|(_, b)| **b != 0)?;
                 let last = first + (index as u32) * 8 + (7 - byte.leading_zeros());
                 Some((first, Some(last)))
             }
             (&AS_VARINTS, rest) => {
-                let mut value = 0u32;
-                for (n, &byte) in rest.iter().enumerate().take(5) {
-                    value |= u32::from(byte & 0x7F) << (7 * n);
-                    if byte & 0x80 == 0 {
-                        return Some((value.wrapping_add(self.offset), None));
-                    }
-                }
-                None
+                first_varint(rest).map(|(head, _)| (head.wrapping_add(self.offset), None))
             }
             _ => None,
         }
@@ -916,6 +906,30 @@ fn push_varint(mut value: u32, arena: &mut Vec<u8>) {
     }
 }
 
+/// The bytes a list of ids from `first` to `last` takes as a bitmap: the
+/// first id, then a bit for each id up to the last.
+fn bitmap_bytes(first: u32, last: u32) -> usize {
+    4 + (last - first) as usize / 8 + 1
+}
+
+/// A bitmap list's first id, from its bytes after the tag (at least 4).
+fn bitmap_first(rest: &[u8]) -> u32 {
+    u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]])
+}
+
+/// The first varint of `bytes` and the bytes it takes; `None` when none
+/// ends within the 5 bytes a `u32` takes.
+fn first_varint(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut value = 0u32;
+    for (n, &byte) in bytes.iter().enumerate().take(5) {
+        value |= u32::from(byte & 0x7F) << (7 * n);
+        if byte & 0x80 == 0 {
+            return Some((value, n + 1));
+        }
+    }
+    None
+}
+
 /// How many bytes [`push_varint`] writes for `value`.
 fn varint_len(value: u32) -> usize {
     (32 - (value | 1).leading_zeros() as usize).div_ceil(7)
@@ -925,11 +939,7 @@ fn varint_len(value: u32) -> usize {
 /// bytes that id takes, and its last id; `None` when the bytes end
 /// within a varint or hold none.
 fn varint_span(bytes: &[u8]) -> Option<((u32, usize), u32)> {
-    let head_len = bytes.iter().position(|b| b & 0x80 == 0)? + 1;
-    let mut head = 0u32;
-    for (n, &byte) in bytes[..head_len].iter().enumerate().take(5) {
-        head |= u32::from(byte & 0x7F) << (7 * n);
-    }
+    let (head, head_len) = first_varint(bytes)?;
     // The sum of the deltas that follow, a varint at a time.
     let mut last = head;
     let mut value = 0u32;
